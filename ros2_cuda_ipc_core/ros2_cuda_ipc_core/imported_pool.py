@@ -1,0 +1,101 @@
+"""A pool as a reader process sees it: header, read-only mappings, its own lease file."""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from typing import TYPE_CHECKING
+
+from .errors import InvalidDescriptorError, StaleDescriptorError
+from .host_memory import ImportedHostMemory
+from .layout import FIRST_BLOCK_BYTE, HEADER_SIZE, LIVENESS_BYTE, MEMORY_CUDA, MEMORY_NAMES, Metadata, PoolHeader
+from .leases import LeaseFile, reopen
+from .memfd import check_sealed, map_fd
+
+if TYPE_CHECKING:
+    from .descriptor import Descriptor
+    from .pool import BlockManager
+
+
+class ImportedPool:
+    """Mappings and leases of one pool in this process.  Lease counts are per process: one lock per block."""
+
+    def __init__(self, header: PoolHeader, metadata_fd: int, memory_fd: int, socket_path: str,
+                 local_pool: BlockManager | None = None) -> None:
+        self.header = header
+        self.socket_path = socket_path
+        self.same_process = local_pool is not None
+        self.name = f"pool {header.pool_id.hex()[:8]} at {socket_path!r}"
+        check_sealed(metadata_fd, header.metadata_size, f"the metadata of {self.name}")
+        metadata_map = map_fd(metadata_fd, header.metadata_size, writable=False)
+        if PoolHeader.unpack(metadata_map[:HEADER_SIZE]) != header:
+            metadata_map.close()
+            raise InvalidDescriptorError(f"{self.name}: its metadata disagrees with the header it sent")
+        self.metadata = Metadata(metadata_map, header)
+        self.leases = LeaseFile(reopen(metadata_fd))
+        self._finalizer = weakref.finalize(self, self.leases.close)
+        try:
+            if header.memory == MEMORY_CUDA:
+                from .cuda_memory import import_cuda_memory
+
+                self.memory = import_cuda_memory(header, memory_fd, local_pool)
+            else:
+                self.memory = ImportedHostMemory(memory_fd, header.block_count * header.block_size)
+        except BaseException:
+            self._finalizer()
+            raise
+        self._counts = [0] * header.block_count
+        self._lock = threading.Lock()
+
+    def check(self, desc: Descriptor) -> None:
+        """Refuse a descriptor that does not fit this pool, before any lease is taken."""
+        header = self.header
+        if desc.block_id >= header.block_count:
+            raise InvalidDescriptorError(f"block_id {desc.block_id} is beyond {self.name}'s {header.block_count} blocks")
+        if not 0 < desc.byte_size <= header.block_size:
+            raise InvalidDescriptorError(f"byte_size {desc.byte_size} does not fit {self.name}'s "
+                                         f"{header.block_size}-byte blocks")
+        if desc.memory != header.memory:
+            raise InvalidDescriptorError(f"descriptor says {MEMORY_NAMES[desc.memory]} memory, "
+                                         f"{self.name} holds {MEMORY_NAMES[header.memory]}")
+        if desc.device_id != header.device:
+            raise InvalidDescriptorError(f"descriptor names device {desc.device_id}, {self.name} is on {header.device}")
+
+    def publisher_alive(self) -> bool:
+        """The publisher holds the pool's liveness lock for as long as the pool is open."""
+        return self.leases.held_by_others(LIVENESS_BYTE)
+
+    def lease(self, desc: Descriptor) -> None:
+        """Take (or share) this process's read lease on the block, and check it still holds ``desc``'s frame."""
+        block = desc.block_id
+        with self._lock:
+            if self._counts[block] == 0 and not self.leases.try_read(FIRST_BLOCK_BYTE + block):
+                raise StaleDescriptorError(f"block {block} of {self.name} is being rewritten; the frame is gone")
+            self._counts[block] += 1
+            current = self.metadata.uid(block)
+        if current != desc.uid:
+            self.release(block)
+            raise StaleDescriptorError(f"block {block} of {self.name} now holds publication {current}, "
+                                       f"not {desc.uid}: the reader fell behind; drop this message")
+
+    def release(self, block: int) -> None:
+        with self._lock:
+            self._counts[block] -= 1
+            if self._counts[block] == 0 and self.leases.fd >= 0:
+                self.leases.release(FIRST_BLOCK_BYTE + block)
+
+    @property
+    def leases_held(self) -> int:
+        return sum(1 for count in self._counts if count)
+
+    def close(self) -> None:
+        """Drop the lease file (and with it every lock of this process on the pool)."""
+        self._finalizer()
+        self.metadata.close()
+        self.memory.close()
+
+
+def close_fds(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)

@@ -1,0 +1,102 @@
+"""The pool's metadata memfd: a header, then one record per block.
+
+Both sides map the same bytes, so this module is the single definition of
+that layout.  The header is also what the FD server sends first, so a reader
+can check it before it maps anything.
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+from dataclasses import dataclass
+
+from .errors import InvalidDescriptorError
+
+MAGIC = b"R2CIPC\x00\x01"
+LAYOUT_VERSION = 1
+MEMORY_HOST = 0
+MEMORY_CUDA = 1
+MEMORY_NAMES = {MEMORY_HOST: "host", MEMORY_CUDA: "cuda"}
+
+#: Upper bounds that keep a hostile header from asking for absurd mappings.
+MAX_BLOCK_COUNT = 4096
+MAX_BLOCK_SIZE = 1 << 40
+
+_HEADER = struct.Struct("<8sI16sB3xIIQ")  # magic, version, pool_id, memory, device, block_count, block_size
+_RECORD = struct.Struct("<QQQ")  # uid, published_ns (CLOCK_MONOTONIC), byte_size
+HEADER_SIZE = _HEADER.size
+
+#: Lease bytes of the metadata memfd: the publisher holds LIVENESS_BYTE for the pool's life;
+#: block ``i`` is leased through byte ``FIRST_BLOCK_BYTE + i``.
+LIVENESS_BYTE = 0
+FIRST_BLOCK_BYTE = 1
+
+
+@dataclass(frozen=True)
+class PoolHeader:
+    """What every process must agree on about a pool."""
+
+    pool_id: bytes
+    memory: int
+    device: int
+    block_count: int
+    block_size: int
+
+    def pack(self) -> bytes:
+        return _HEADER.pack(MAGIC, LAYOUT_VERSION, self.pool_id, self.memory, self.device,
+                            self.block_count, self.block_size)
+
+    @classmethod
+    def unpack(cls, data: bytes) -> PoolHeader:
+        """Parse and sanity-check a header from a peer; raise InvalidDescriptorError if it is not ours."""
+        if len(data) < _HEADER.size:
+            raise InvalidDescriptorError(f"pool header is {len(data)} bytes, expected {_HEADER.size}")
+        magic, version, pool_id, memory, device, count, size = _HEADER.unpack_from(data)
+        if magic != MAGIC:
+            raise InvalidDescriptorError(f"not a ros2_cuda_ipc pool (magic {magic!r})")
+        if version != LAYOUT_VERSION:
+            raise InvalidDescriptorError(f"pool layout version {version}, this reader knows {LAYOUT_VERSION}: "
+                                         "update ros2_cuda_ipc on one side")
+        if memory not in MEMORY_NAMES:
+            raise InvalidDescriptorError(f"pool header names unknown memory kind {memory}")
+        if not 0 < count <= MAX_BLOCK_COUNT or not 0 < size <= MAX_BLOCK_SIZE:
+            raise InvalidDescriptorError(f"pool header has {count} blocks of {size} bytes: out of range")
+        return cls(pool_id, memory, device, count, size)
+
+    @property
+    def metadata_size(self) -> int:
+        """Bytes of the metadata memfd, rounded up to whole pages."""
+        raw = _HEADER.size + self.block_count * _RECORD.size
+        return -(-raw // mmap.PAGESIZE) * mmap.PAGESIZE
+
+
+@dataclass(frozen=True)
+class BlockRecord:
+    uid: int
+    published_ns: int
+    byte_size: int
+
+
+class Metadata:
+    """A mapping of the metadata memfd: the header and the per-block records."""
+
+    def __init__(self, mapping: mmap.mmap, header: PoolHeader) -> None:
+        self._map = mapping
+        self.header = header
+
+    def uid(self, block_id: int) -> int:
+        return _RECORD.unpack_from(self._map, _HEADER.size + block_id * _RECORD.size)[0]
+
+    def record(self, block_id: int) -> BlockRecord:
+        return BlockRecord(*_RECORD.unpack_from(self._map, _HEADER.size + block_id * _RECORD.size))
+
+    def write_record(self, block_id: int, record: BlockRecord) -> None:
+        _RECORD.pack_into(self._map, _HEADER.size + block_id * _RECORD.size,
+                          record.uid, record.published_ns, record.byte_size)
+
+    def write_header(self) -> None:
+        self._map[: _HEADER.size] = self.header.pack()
+
+    def close(self) -> None:
+        self._map.close()

@@ -1,0 +1,102 @@
+"""``PublishBlock``: one borrowed block, writable until it is published or cancelled."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from ros2_cuda_ipc_msgs.msg import BufferCore
+
+from .errors import Ros2CudaIpcError
+from .streams import StreamLike
+
+if TYPE_CHECKING:
+    from .pool import BlockManager
+
+
+class PublishBlock:
+    """A block the publisher holds the write lease on.  Use it as a context manager: unpublished means cancelled."""
+
+    __slots__ = ("_done", "_pool", "block_id", "uid")
+
+    def __init__(self, pool: BlockManager, block_id: int, uid: int) -> None:
+        self._pool = pool
+        self.block_id = block_id
+        self.uid = uid
+        self._done = False
+
+    @property
+    def offset(self) -> int:
+        """Byte offset of this block in the pool's memory."""
+        return self.block_id * self._pool.block_size
+
+    @property
+    def device_ptr(self) -> int:
+        """Address of the block: a device pointer for CUDA, a host address for host memory."""
+        return self._pool._memory.address(self.offset)
+
+    @property
+    def capacity(self) -> int:
+        """Bytes this block can hold."""
+        return self._pool.block_size
+
+    @property
+    def memory(self) -> str:
+        return self._pool.memory
+
+    def view(self, shape: Sequence[int], dtype: Any, strides: Sequence[int] | None = None) -> Any:
+        """A writable view of the block: a numpy array (host) or a DLPack / CUDA-array-interface object (CUDA)."""
+        self._check_open()
+        return self._pool._memory.view(self.offset, self.capacity, shape, dtype, strides)
+
+    def prepare_publish(self, stream: StreamLike = None, byte_size: int | None = None) -> BufferCore:
+        """Mark the block ready once ``stream``'s work so far is done, release it, and describe it.
+
+        Put the returned ``BufferCore`` into the message you publish.  ``byte_size`` defaults to the
+        whole block.
+        """
+        self._check_open()
+        size = self.capacity if byte_size is None else int(byte_size)
+        if not 0 < size <= self.capacity:
+            raise ValueError(f"byte_size={byte_size} is outside this block's 1..{self.capacity} bytes")
+        pool = self._pool
+        event_handle = pool._memory.record_ready(self.block_id, stream)
+        self._done = True
+        pool._finish(self.block_id, self.uid, time.monotonic_ns(), size)
+        core = BufferCore()
+        core.socket_path = pool.socket_path
+        core.pool_id = np.frombuffer(pool.pool_id, dtype=np.uint8)
+        core.block_id = self.block_id
+        core.uid = self.uid
+        core.publisher_pid = os.getpid()
+        core.memory = pool.header.memory
+        core.device_id = pool.header.device
+        core.event_handle = event_handle
+        core.byte_size = size
+        return core
+
+    def cancel(self) -> None:
+        """Give the block back unpublished; it is reusable at once and old descriptors of it go stale."""
+        if not self._done:
+            self._done = True
+            if not self._pool.closed:
+                self._pool._finish(self.block_id, self.uid, 0, 0)
+
+    def _check_open(self) -> None:
+        if self._done:
+            raise Ros2CudaIpcError(f"block {self.block_id} was already published or cancelled; acquire a new one")
+        if self._pool.closed:
+            raise Ros2CudaIpcError("the pool of this block is closed")
+
+    def __enter__(self) -> PublishBlock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cancel()
+
+    def __repr__(self) -> str:
+        state = "done" if self._done else "borrowed"
+        return f"PublishBlock(block_id={self.block_id}, uid={self.uid}, {self.memory}, {state})"

@@ -1,0 +1,56 @@
+"""Layout checks and host views shared by every memory kind and by the typed packages."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+
+import numpy as np
+
+from .errors import InvalidDescriptorError
+
+
+def contiguous_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    """Row-major (C) byte strides of ``shape``."""
+    strides, step = [], itemsize
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= max(int(extent), 1)
+    return tuple(reversed(strides))
+
+
+def check_layout(shape: Sequence[int], strides: Sequence[int] | None, itemsize: int,
+                 offset: int, limit: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Validate a strided layout against ``limit`` bytes; return (shape, strides) as int tuples.
+
+    Python integers, so no product can overflow; every element must lie in ``[0, limit)``.
+    """
+    try:
+        shape = tuple(operator.index(n) for n in shape)
+        strides = contiguous_strides(shape, itemsize) if strides is None else tuple(operator.index(s) for s in strides)
+        offset = operator.index(offset)
+    except TypeError as exc:
+        raise InvalidDescriptorError(f"shape, strides and offset must be integers: {exc}") from None
+    if len(strides) != len(shape):
+        raise InvalidDescriptorError(f"shape {shape} and strides {strides} differ in length")
+    if any(n < 0 for n in shape):
+        raise InvalidDescriptorError(f"shape {shape} has a negative extent")
+    if offset < 0:
+        raise InvalidDescriptorError(f"offset {offset} is negative")
+    if 0 in shape:
+        return shape, strides
+    low = offset + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+    high = offset + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + itemsize
+    if low < 0 or high > limit:
+        raise InvalidDescriptorError(
+            f"shape {shape} with strides {strides} at offset {offset} spans bytes [{low}, {high}), "
+            f"outside the {limit} bytes available")
+    return shape, strides
+
+
+def host_array(buffer: object, start: int, limit: int, shape: Sequence[int], dtype: object,
+               strides: Sequence[int] | None, offset: int = 0) -> np.ndarray:
+    """A numpy view into the window ``buffer[start:start + limit]``, its first element ``offset`` bytes in."""
+    dtype = np.dtype(dtype)
+    shape, strides = check_layout(shape, strides, dtype.itemsize, offset, limit)
+    return np.ndarray(shape, dtype=dtype, buffer=buffer, offset=start + offset, strides=strides)

