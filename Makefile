@@ -39,7 +39,7 @@ lint:
 	$(IN_WORKSPACE) python -m ruff check .
 
 pytest:
-	$(IN_WORKSPACE) python -m pytest $(PYTEST_ARGS)
+	$(IN_WORKSPACE) pytest $(PYTEST_ARGS)
 
 test: setup
 	$(MAKE) --no-print-directory lint
