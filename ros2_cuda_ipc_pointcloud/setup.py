@@ -15,7 +15,7 @@ setup(
     zip_safe=False,
     maintainer="ros2_cuda_ipc maintainers",
     maintainer_email="maintainers@ros2-cuda-ipc.dev",
-    description="Typed zero-copy point clouds over ros2_cuda_ipc: PointCloudPublisher, PointCloudReader and the sensor_msgs/PointCloud2 bridge.",
+    description="Typed zero-copy point clouds over ros2_cuda_ipc and the sensor_msgs/PointCloud2 bridge.",
     license="Apache-2.0",
     entry_points={"console_scripts": []},
 )

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import wheel_quirks  # noqa: E402
+import wheel_quirks
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "requirements"
@@ -72,7 +72,8 @@ def pins(lock: Path, python_version: str) -> list[tuple[str, str]]:
             continue
         match = _PIN.match(line)
         if match is None:
-            raise SystemExit(f"{lock}: cannot read pin {line!r} (expected 'name==version', optionally '; python_version == \"3.X\"')")
+            raise SystemExit(f"{lock}: cannot read pin {line!r} "
+                             "(expected 'name==version', optionally '; python_version == \"3.X\"')")
         if match["py"] in (None, python_version):
             result.append((match["name"], match["version"]))
     return result
@@ -155,7 +156,8 @@ def setup(args: argparse.Namespace) -> None:
         python = str(venv / "bin" / "python")
     facts = interpreter_facts(python)
 
-    steps(f"packages: ROS 2 {args.distro} wheels and tools for Python {facts['version']}" + (f" from {wheelhouse}" if wheelhouse else ""))
+    source = f" from {wheelhouse}" if wheelhouse else ""
+    steps(f"packages: ROS 2 {args.distro} wheels and tools for Python {facts['version']}{source}")
     wanted = pins(lock, facts["version"])
     stamp_key = hashlib.sha256(json.dumps([lock.read_text(), python, str(wheelhouse), args.into_env]).encode()).hexdigest()
     stamp = Path(facts["prefix"]) / ".ros2_cuda_ipc-packages"
@@ -275,7 +277,7 @@ def main(argv: list[str] | None = None) -> None:
     p.set_defaults(func=setup)
     p = sub.add_parser("wheelhouse", help="download every wheel for an offline setup")
     p.add_argument("--distro", choices=DISTROS, default="kilted")
-    p.add_argument("--python-version", choices=PYTHON_VERSIONS, default="%d.%d" % sys.version_info[:2])
+    p.add_argument("--python-version", choices=PYTHON_VERSIONS, default="{}.{}".format(*sys.version_info[:2]))
     p.add_argument("--dest", default="wheelhouse")
     p.add_argument("--exclude", nargs="*", default=[], help="packages the target already has (numpy, cuda-bindings, ...)")
     p.set_defaults(func=wheelhouse)

@@ -24,7 +24,7 @@ def _check(result: Any) -> Any:
     return values[0] if len(values) == 1 else tuple(values)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def unavailable_reason(device: int = 0) -> str | None:
     """None when CUDA device ``device`` is usable here, else why not (for logs and errors)."""
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 from collections.abc import Callable, Sequence
@@ -46,10 +47,8 @@ class _MappedBlocks:
         release()
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(BufferError):  # views still use it; it goes away with the last of them
             self._map.close()
-        except BufferError:
-            pass  # views still use it; the mapping goes away with the last of them
 
 
 class HostMemory(_MappedBlocks):

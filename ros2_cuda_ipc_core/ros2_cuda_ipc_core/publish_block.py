@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
 from ros2_cuda_ipc_msgs.msg import BufferCore
 
 from .errors import Ros2CudaIpcError

@@ -6,7 +6,7 @@ from typing import Any, Union
 
 #: An int ``CUstream`` handle, or any object with ``.handle``, ``.cuda_stream`` or ``.ptr``; None is the
 #: legacy default stream.
-StreamLike = Union[int, Any, None]
+StreamLike = Union[int, Any, None]  # noqa: UP007 (typing.Any is no class on 3.10)
 
 
 def stream_handle(stream: StreamLike) -> int:

@@ -39,8 +39,8 @@ def check_layout(shape: Sequence[int], strides: Sequence[int] | None, itemsize: 
         raise InvalidDescriptorError(f"offset {offset} is negative")
     if 0 in shape:
         return shape, strides
-    low = offset + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
-    high = offset + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + itemsize
+    low = offset + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True))
+    high = offset + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True)) + itemsize
     if low < 0 or high > limit:
         raise InvalidDescriptorError(
             f"shape {shape} with strides {strides} at offset {offset} spans bytes [{low}, {high}), "

@@ -7,6 +7,7 @@ import time
 import numpy as np
 import rclpy
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
+
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
 QOS = QoSProfile(depth=10, reliability=QoSReliabilityPolicy.RELIABLE, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)

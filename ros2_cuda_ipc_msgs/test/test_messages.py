@@ -2,8 +2,9 @@
 
 import numpy as np
 from rclpy.serialization import deserialize_message, serialize_message
-from ros2_cuda_ipc_msgs.msg import BufferCore, GpuImage, GpuPointCloud2
 from sensor_msgs.msg import PointField
+
+from ros2_cuda_ipc_msgs.msg import BufferCore, GpuImage, GpuPointCloud2
 
 
 def full_core(seed: int = 3) -> BufferCore:

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import wheel_quirks  # noqa: E402
+import wheel_quirks
 
 ORIGINAL = (
     'set_target_properties(std_msgs::std_msgs__rosidl_generator_py PROPERTIES\n'

@@ -1,0 +1,237 @@
+"""Pool and reader behaviour on host memory, within one process."""
+
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from ros2_cuda_ipc_core import (
+    BlockManager,
+    InvalidDescriptorError,
+    PoolUnavailableError,
+    Reader,
+    Ros2CudaIpcError,
+    StaleDescriptorError,
+)
+
+
+@pytest.fixture
+def pool():
+    with BlockManager(10_000, block_count=2, memory="host", reuse_delay=0) as pool:
+        yield pool
+
+
+def publish(pool, value, byte_size=None):
+    block = pool.acquire_for_publish()
+    assert block is not None
+    block.view((pool.block_size,), np.uint8)[:] = value
+    return block.prepare_publish(byte_size=byte_size)
+
+
+def test_properties_and_rounding(pool):
+    assert pool.memory == "host" and pool.block_count == 2
+    assert pool.block_size == 12288  # rounded up to whole pages
+    assert pool.socket_path.startswith("@ros2_cuda_ipc/")
+    assert len(pool.pool_id) == 16
+
+
+def test_read_sees_the_published_bytes_read_only(pool):
+    core = publish(pool, 42, byte_size=1000)
+    with Reader().read(core) as handle:
+        assert (handle.byte_size, handle.memory, handle.device_id) == (1000, "host", 0)
+        view = handle.view((10, 100), np.uint8)
+        assert view.shape == (10, 100) and (view == 42).all()
+        assert not view.flags.writeable
+        with pytest.raises(ValueError):
+            view[0, 0] = 1
+        assert handle.device_ptr == view.ctypes.data
+        with pytest.raises(InvalidDescriptorError):
+            handle.view((1001,), np.uint8)  # beyond the payload, though inside the block
+
+
+def test_views_keep_the_lease_after_close(pool):
+    reader = Reader()
+    core = publish(pool, 1)
+    handle = reader.read(core)
+    view = handle.view((8,), np.uint8)
+    handle.close()
+    assert pool.stats()["blocks_held_by_readers"] == 1  # the view still holds it
+    sliced = view[2:]
+    del view
+    assert pool.stats()["blocks_held_by_readers"] == 1  # a slice keeps its base alive
+    del sliced
+    assert pool.stats()["blocks_held_by_readers"] == 0
+    with pytest.raises(Ros2CudaIpcError):
+        handle.view((8,), np.uint8)
+
+
+def test_reused_block_makes_descriptor_stale(pool):
+    reader = Reader()
+    old = publish(pool, 1)
+    publish(pool, 2)
+    publish(pool, 3)  # the least recently published block is reused: old's block
+    with pytest.raises(StaleDescriptorError, match="fell behind"):
+        reader.read(old)
+    assert reader.stats()["stale_drops"] == 1
+    assert reader.stats()["leases_held"] == 0
+
+
+def test_block_being_written_makes_descriptor_stale(pool):
+    reader = Reader()
+    core = publish(pool, 1)
+    publish(pool, 2)
+    rewriting = pool.acquire_for_publish()
+    assert rewriting.block_id == core.block_id
+    with pytest.raises(StaleDescriptorError, match="being rewritten"):
+        reader.read(core)
+    rewriting.cancel()
+    with pytest.raises(StaleDescriptorError):
+        reader.read(core)  # a cancelled rewrite still bumped the uid
+    assert reader.stats()["stale_drops"] == 2
+
+
+def test_same_process_read_holds_a_lease(pool):
+    reader = Reader()
+    core = publish(pool, 5)
+    assert core.publisher_pid == os.getpid()
+    with reader.read(core):
+        assert reader.stats()["same_process_reads"] == 1
+        assert pool.stats()["blocks_held_by_readers"] == 1
+        other = pool.acquire_for_publish()
+        assert other is not None and other.block_id != core.block_id  # the leased block is skipped
+        assert pool.acquire_for_publish() is None
+        other.cancel()
+    assert pool.stats()["blocks_held_by_readers"] == 0
+
+
+def test_several_handles_share_one_lease(pool):
+    reader = Reader()
+    core = publish(pool, 5)
+    first, second = reader.read(core), reader.read(core)
+    first.close()
+    assert pool.stats()["blocks_held_by_readers"] == 1
+    second.close()
+    assert pool.stats()["blocks_held_by_readers"] == 0
+
+
+def test_acquire_returns_none_at_once_when_all_blocks_are_leased(pool):
+    reader = Reader()
+    handles = [reader.read(publish(pool, i)) for i in range(2)]
+    started = time.monotonic()
+    assert pool.acquire_for_publish() is None
+    assert time.monotonic() - started < 0.05
+    assert pool.acquire_for_publish(timeout=0.2) is None
+    assert pool.stats()["acquire_misses"] == 2
+
+    threading.Timer(0.05, handles[1].close).start()
+    started = time.monotonic()
+    block = pool.acquire_for_publish(timeout=0.2)
+    waited = time.monotonic() - started
+    assert block is not None and block.block_id == 1
+    assert 0.03 < waited < 0.2
+    block.cancel()
+    handles[0].close()
+
+
+def test_reuse_delay_protects_fresh_blocks():
+    with BlockManager(4096, block_count=2, memory="host", reuse_delay=0.2) as pool:
+        publish(pool, 1)
+        publish(pool, 2)
+        assert pool.acquire_for_publish() is None
+        block = pool.acquire_for_publish(timeout=1.0)
+        assert block is not None
+        block.cancel()
+
+
+def test_context_manager_cancels_unpublished_block(pool):
+    with pool.acquire_for_publish() as block:
+        first = block.block_id
+    assert pool.stats()["cancelled"] == 1
+    again = pool.acquire_for_publish()
+    assert again.block_id == first  # reusable at once
+    again.cancel()
+    with pytest.raises(Ros2CudaIpcError):
+        again.prepare_publish()
+
+
+def test_publish_rejects_bad_byte_size(pool):
+    block = pool.acquire_for_publish()
+    for bad in (0, pool.block_size + 1):
+        with pytest.raises(ValueError):
+            block.prepare_publish(byte_size=bad)
+    block.cancel()
+
+
+def test_closing_pool_keeps_readers_mappings(pool):
+    reader = Reader()
+    core = publish(pool, 77)
+    handle = reader.read(core)
+    view = handle.view((pool.block_size,), np.uint8)
+    started = time.monotonic()
+    pool.close()
+    assert time.monotonic() - started < 1.0
+    assert (view == 77).all()
+    handle.close()
+    del view
+
+
+def test_closed_pool_refuses_new_readers():
+    pool = BlockManager(4096, block_count=1, memory="host")
+    core = publish(pool, 1)
+    core.publisher_pid = 0  # look like another process, so the socket path is used
+    pool.close()
+    with pytest.raises(PoolUnavailableError):
+        Reader().read(core)
+
+
+def test_remote_path_imports_once_and_sees_pool_close():
+    pool = BlockManager(4096, block_count=2, memory="host", reuse_delay=0)
+    reader = Reader()
+    for value in range(4):
+        core = publish(pool, value)
+        core.publisher_pid = 0
+        with reader.read(core) as handle:
+            assert handle.view((4096,), np.uint8)[0] == value
+    stats = reader.stats()
+    assert (stats["imports"], stats["reads"], stats["same_process_reads"]) == (1, 4, 0)
+    assert pool.stats()["fd_handouts"] == 1
+    pool.close()
+    with pytest.raises(PoolUnavailableError, match="gone"):
+        reader.read(core)
+    assert reader.stats()["pools_cached"] == 0
+
+
+def test_file_socket_is_private_and_removed(tmp_path):
+    pool = BlockManager(4096, block_count=1, memory="host", socket_dir=tmp_path)
+    path = pool.socket_path
+    assert path.startswith(str(tmp_path)) and os.stat(path).st_mode & 0o777 == 0o600
+    core = publish(pool, 9)
+    core.publisher_pid = 0
+    with Reader().read(core) as handle:
+        assert handle.view((1,), np.uint8)[0] == 9
+    pool.close()
+    assert not os.path.exists(path)
+
+
+def test_reader_cache_is_bounded():
+    reader = Reader(max_pools=2)
+    pools = [BlockManager(4096, block_count=1, memory="host") for _ in range(4)]
+    for pool in pools:
+        core = publish(pool, 1)
+        core.publisher_pid = 0
+        reader.read(core).close()
+    assert reader.stats()["pools_cached"] == 2
+    assert reader.stats()["evictions"] == 2
+    for pool in pools:
+        pool.close()
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError):
+        BlockManager(0)
+    with pytest.raises(ValueError):
+        BlockManager(10, memory="gpu")
+    with pytest.raises(ValueError):
+        BlockManager(10, reuse_delay=-1)

@@ -1,0 +1,115 @@
+"""The lease protocol across real processes: DDS delivery, SIGKILLed readers and publishers."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from core_peer import core_from_json, core_to_json
+
+from ros2_cuda_ipc_core import BlockManager, PoolUnavailableError, Reader, StaleDescriptorError
+
+PEER = str(Path(__file__).with_name("core_peer.py"))
+
+
+def spawn(*args: str, stdin: bool = False) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, PEER, *args], stdout=subprocess.PIPE, text=True,
+                            stdin=subprocess.PIPE if stdin else None)
+
+
+def test_two_subscribers_verify_1000_messages_over_dds():
+    count = 1000
+    subs = [spawn("dds-subscriber", name, str(count)) for name in ("sub_a", "sub_b")]
+    pub = spawn("dds-publisher", str(count), "2")
+    try:
+        pub_out, _ = pub.communicate(timeout=280)
+        sub_outs = [json.loads(s.communicate(timeout=60)[0].strip().splitlines()[-1]) for s in subs]
+    finally:
+        for proc in (pub, *subs):
+            proc.kill()
+    assert pub.returncode == 0
+    published = json.loads(pub_out.strip().splitlines()[-1])
+    assert published["stats"]["published"] == count
+    assert max(published["message_bytes"]) < 300  # the descriptor crosses DDS, never the 8 MiB payload
+    for out in sub_outs:
+        assert out["errors"] == []
+        assert out["verified"] == count
+        assert out["readonly"] and out["memfd_mapping"]
+        assert out["stats"]["stale_drops"] == 0 and out["stats"]["imports"] == 1
+
+
+def test_killed_reader_frees_its_block_at_once():
+    with BlockManager(4096, block_count=1, memory="host", reuse_delay=0) as pool:
+        block = pool.acquire_for_publish()
+        core = block.prepare_publish()
+        holder = spawn("hold", stdin=True)
+        holder.stdin.write(core_to_json(core) + "\n")
+        holder.stdin.flush()
+        assert json.loads(holder.stdout.readline()) == {"held": 0}
+        assert pool.acquire_for_publish() is None
+        assert pool.stats()["blocks_held_by_readers"] == 1
+        killed_at = time.monotonic()
+        holder.send_signal(signal.SIGKILL)
+        block = pool.acquire_for_publish(timeout=1.0)
+        freed_after = time.monotonic() - killed_at
+        holder.wait()
+        assert block is not None and block.block_id == 0
+        assert freed_after < 0.1, f"block came back {freed_after * 1000:.0f} ms after the kill"
+        block.cancel()
+
+
+def shm_and_tmp() -> set[str]:
+    return {str(p) for d in ("/dev/shm", "/tmp") for p in Path(d).iterdir()}
+
+
+def test_killed_publisher_keeps_held_data_and_refuses_new_reads():
+    before = shm_and_tmp()
+    publisher = spawn("publish-and-wait")
+    cores = [core_from_json(publisher.stdout.readline()) for _ in range(2)]
+    reader = Reader()
+    handle = reader.read(cores[0])
+    view = handle.view((1 << 20,), np.uint8)
+    assert view[0] == 11 and view[-1] == 11
+    publisher.send_signal(signal.SIGKILL)
+    publisher.wait()
+    assert int(view.sum()) == 11 * (1 << 20)  # the mapping outlives its publisher
+    with pytest.raises((PoolUnavailableError, StaleDescriptorError)):
+        reader.read(cores[1])
+    with pytest.raises((PoolUnavailableError, StaleDescriptorError)):
+        Reader().read(cores[1])  # a reader that never imported the pool
+    assert int(view[-1]) == 11
+    handle.close()
+    del view
+    assert shm_and_tmp() - before == set()
+
+
+def test_reader_as_another_user_gets_no_fds():
+    if os.getuid() != 0:
+        pytest.skip("needs root to drop a child to another uid")
+    nobody = 65534
+    for allowed, expect_ok in (((), False), ((nobody,), True)):
+        with BlockManager(4096, block_count=1, memory="host", allowed_uids=allowed) as pool:
+            core = pool.acquire_for_publish().prepare_publish()
+            pid = os.fork()
+            if pid == 0:  # child: become 'nobody' and try to read
+                code = 3
+                try:
+                    os.setgid(nobody)
+                    os.setuid(nobody)
+                    with Reader(allowed_uids=[0]).read(core) as handle:
+                        code = 0 if handle.view((16,), np.uint8) is not None else 4
+                except PoolUnavailableError:
+                    code = 1
+                except BaseException:
+                    code = 2
+                os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            assert os.waitstatus_to_exitcode(status) == (0 if expect_ok else 1)
+            stats = pool.stats()
+            assert stats["refused_peers"] == (0 if expect_ok else 1)
+            assert stats["fd_handouts"] == (1 if expect_ok else 0)
