@@ -16,6 +16,7 @@ INTO_ENV ?=
 PYTHON_VERSION ?= $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 WHEELHOUSE_EXCLUDE ?=
 PYTEST_ARGS ?=
+DEMO_ARGS ?=
 
 # Only the two distros this workspace pins are ours; any other ROS_DISTRO comes from a sourced ROS install.
 ifeq ($(filter $(ROS_DISTRO),kilted jazzy),)
@@ -33,7 +34,7 @@ setup:
 	$(PYTHON) tools/workspace.py setup $(SETUP_ARGS)
 
 demo: setup
-	$(IN_WORKSPACE) python -m ros2_cuda_ipc_examples.demo
+	$(IN_WORKSPACE) python -m ros2_cuda_ipc_examples.demo $(DEMO_ARGS)
 
 lint:
 	$(IN_WORKSPACE) python -m ruff check .
