@@ -17,5 +17,5 @@ setup(
     maintainer_email="maintainers@ros2-cuda-ipc.dev",
     description="Zero-copy sharing of GPU and host buffers between ROS 2 processes: pools, leases, readers, DLPack export.",
     license="Apache-2.0",
-    entry_points={"console_scripts": []},
+    entry_points={"console_scripts": ["measure_cost = ros2_cuda_ipc_core.measure_cost:main"]},
 )

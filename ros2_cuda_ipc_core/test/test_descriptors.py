@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ros2_cuda_ipc_core.descriptor import Descriptor, socket_address
 
 from ros2_cuda_ipc_core import BlockManager, InvalidDescriptorError, Reader, Ros2CudaIpcError
+from ros2_cuda_ipc_core.descriptor import Descriptor, socket_address
 from ros2_cuda_ipc_msgs.msg import BufferCore
 
 HYPOTHESIS = settings(max_examples=150, deadline=1000, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -31,6 +31,7 @@ def frame_value(seq: int) -> int:
 def run_publisher(args: argparse.Namespace) -> None:
     import rclpy
     from rclpy.serialization import serialize_message
+
     from ros2_cuda_ipc_core import BlockManager
     from ros2_cuda_ipc_msgs.msg import BufferCore
 
@@ -65,6 +66,7 @@ def run_publisher(args: argparse.Namespace) -> None:
 
 def run_subscriber(args: argparse.Namespace) -> None:
     import rclpy
+
     from ros2_cuda_ipc_core import Reader, Ros2CudaIpcError
     from ros2_cuda_ipc_msgs.msg import BufferCore
 
