@@ -17,5 +17,8 @@ setup(
     maintainer_email="maintainers@ros2-cuda-ipc.dev",
     description="Example pipelines, demo and benchmark for ros2_cuda_ipc.",
     license="Apache-2.0",
-    entry_points={"console_scripts": ["demo = ros2_cuda_ipc_examples.demo:main"]},
+    entry_points={"console_scripts": [
+        "demo = ros2_cuda_ipc_examples.demo:main",
+        "benchmark = ros2_cuda_ipc_examples.benchmark:main",
+    ]},
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import weakref
@@ -12,6 +13,8 @@ from .host_memory import ImportedHostMemory
 from .layout import FIRST_BLOCK_BYTE, HEADER_SIZE, LIVENESS_BYTE, MEMORY_CUDA, MEMORY_NAMES, Metadata, PoolHeader
 from .leases import LeaseFile, reopen
 from .memfd import check_sealed, map_fd
+
+log = logging.getLogger("ros2_cuda_ipc")
 
 if TYPE_CHECKING:
     from .descriptor import Descriptor
@@ -78,6 +81,14 @@ class ImportedPool:
             self.release(block)
             raise StaleDescriptorError(f"block {block} of {self.name} now holds publication {current}, "
                                        f"not {desc.uid}: the reader fell behind; drop this message")
+
+    def release_after(self, block: int, stream: int) -> None:
+        """Give the lease back once the consumer's queued work on ``stream`` is done (at once for host memory)."""
+        try:
+            self.memory.release_after(stream, lambda: self.release(block))
+        except Exception:  # never keep a block pinned because the release path failed
+            log.exception("%s: ordered release of block %d failed; releasing at once", self.name, block)
+            self.release(block)
 
     def release(self, block: int) -> None:
         with self._lock:

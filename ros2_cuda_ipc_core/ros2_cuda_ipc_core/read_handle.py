@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -45,7 +46,7 @@ class ReadHandle:
         self._desc = desc
         self._stream = stream
         self._start = desc.block_id * pool.header.block_size
-        self._lease = BlockLease(lambda: pool.memory.release_after(stream, lambda: pool.release(desc.block_id)))
+        self._lease = BlockLease(functools.partial(pool.release_after, desc.block_id, stream))
         self._closer = weakref.finalize(self, self._lease.drop)
 
     @property

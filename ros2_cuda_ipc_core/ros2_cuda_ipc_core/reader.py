@@ -8,10 +8,12 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
+from .cuda_driver import require_cuda
 from .descriptor import Descriptor
 from .errors import InvalidDescriptorError, PoolUnavailableError, StaleDescriptorError
 from .fd_client import fetch_pool_fds
 from .imported_pool import ImportedPool, close_fds
+from .layout import MEMORY_CUDA
 from .pool import local_pools
 from .read_handle import ReadHandle
 from .stats import Counters
@@ -44,6 +46,8 @@ class Reader:
         """
         try:
             desc = Descriptor.from_message(core)
+            if desc.memory == MEMORY_CUDA:
+                require_cuda(desc.device_id)
             pool = self._pool_for(desc)
             pool.check(desc)
             if not pool.same_process and not pool.publisher_alive():

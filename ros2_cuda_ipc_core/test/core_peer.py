@@ -81,85 +81,106 @@ def publish_and_wait() -> None:
     time.sleep(600)
 
 
-def dds_publisher(count: int, subscribers: int) -> None:
-    import rclpy
-    from rclpy.qos import QoSProfile, QoSReliabilityPolicy
-    from std_msgs.msg import String
-
-    rclpy.init()
-    node = rclpy.create_node("core_test_publisher")
-    qos = QoSProfile(depth=100, reliability=QoSReliabilityPolicy.RELIABLE)
-    pub = node.create_publisher(BufferCore, "core_test_blocks", qos)
-    acked: dict[str, int] = {}
-    node.create_subscription(String, "core_test_acks", lambda m: acked.__setitem__(*_ack(m.data)), qos)
-    pool = BlockManager(8 << 20, block_count=4, memory="host", reuse_delay=0)
-    deadline = time.monotonic() + 60
-    while len(acked) < subscribers and time.monotonic() < deadline:  # each subscriber says -1 when ready
-        rclpy.spin_once(node, timeout_sec=0.05)
-    sizes = set()
-    for seq in range(count):
-        while seq - min(acked.values(), default=-1) > pool.block_count and time.monotonic() < deadline + 120:
-            rclpy.spin_once(node, timeout_sec=0.01)
-        block = pool.acquire_for_publish(timeout=5.0)
-        if block is None:
-            raise SystemExit(f"no free block for message {seq}: {pool.stats()}")
-        with block:
-            fill_pattern(block.view((pool.block_size // 8,), np.uint64), seq)
-            core = block.prepare_publish()
-        from rclpy.serialization import serialize_message
-
-        sizes.add(len(serialize_message(core)))
-        pub.publish(core)
-        rclpy.spin_once(node, timeout_sec=0)
-    while min(acked.values()) < count - 1 and time.monotonic() < deadline + 180:
-        rclpy.spin_once(node, timeout_sec=0.05)
-    print(json.dumps({"stats": pool.stats(), "message_bytes": sorted(sizes)}), flush=True)
-    pool.close()
-    node.destroy_node()
-    rclpy.shutdown()
-
-
 def _ack(text: str) -> tuple[str, int]:
     name, seq = text.split()
     return name, int(seq)
 
 
-def dds_subscriber(name: str, count: int) -> None:
+def flow_controlled_publisher(pool: BlockManager, count: int, subscribers: int, fill, prefix: str) -> dict:
+    """Publish ``count`` blocks filled by ``fill(block, seq) -> stream``, never more than a pool ahead of
+    the slowest subscriber (their acks), so every message must be read; return the run's facts."""
+    import rclpy
+    from rclpy.qos import QoSProfile, QoSReliabilityPolicy
+    from rclpy.serialization import serialize_message
+    from std_msgs.msg import String
+
+    rclpy.init()
+    node = rclpy.create_node(f"{prefix}_publisher")
+    qos = QoSProfile(depth=100, reliability=QoSReliabilityPolicy.RELIABLE)
+    pub = node.create_publisher(BufferCore, f"{prefix}_blocks", qos)
+    acked: dict[str, int] = {}
+    node.create_subscription(String, f"{prefix}_acks", lambda m: acked.__setitem__(*_ack(m.data)), qos)
+    deadline = time.monotonic() + 60
+    while len(acked) < subscribers and time.monotonic() < deadline:  # each subscriber says -1 when ready
+        rclpy.spin_once(node, timeout_sec=0.05)
+    facts: dict = {"message_bytes": set(), "extra": {}}
+    for seq in range(count):
+        while seq - min(acked.values(), default=-1) > pool.block_count and time.monotonic() < deadline + 300:
+            rclpy.spin_once(node, timeout_sec=0.01)
+        block = pool.acquire_for_publish(timeout=5.0)
+        if block is None:
+            raise SystemExit(f"no free block for message {seq}: {pool.stats()}")
+        with block:
+            stream = fill(block, seq, facts["extra"])
+            core = block.prepare_publish(stream)
+        facts["message_bytes"].add(len(serialize_message(core)))
+        pub.publish(core)
+        rclpy.spin_once(node, timeout_sec=0)
+    while min(acked.values()) < count - 1 and time.monotonic() < deadline + 400:
+        rclpy.spin_once(node, timeout_sec=0.05)
+    facts["stats"] = pool.stats()
+    facts["message_bytes"] = sorted(facts["message_bytes"])
+    node.destroy_node()
+    rclpy.shutdown()
+    return facts
+
+
+def acking_subscriber(name: str, count: int, check, prefix: str) -> dict:
+    """Read ``count`` descriptors with ``check(reader, core, seq, result) -> problem | None``; ack each one."""
     import rclpy
     from rclpy.qos import QoSProfile, QoSReliabilityPolicy
     from std_msgs.msg import String
 
     rclpy.init()
-    node = rclpy.create_node(f"core_test_{name}")
+    node = rclpy.create_node(f"{prefix}_{name}")
     qos = QoSProfile(depth=100, reliability=QoSReliabilityPolicy.RELIABLE)
-    acks = node.create_publisher(String, "core_test_acks", qos)
+    acks = node.create_publisher(String, f"{prefix}_acks", qos)
     reader = Reader()
-    result = {"verified": 0, "errors": [], "readonly": True, "memfd_mapping": True}
+    result: dict = {"verified": 0, "errors": []}
     expected = [0]
 
     def on_block(core: BufferCore) -> None:
-        with reader.read(core) as handle:
-            words = handle.view((handle.byte_size // 8,), np.uint64)
-            problem = check_pattern(words, expected[0])
-            if problem:
-                result["errors"].append(problem)
-            result["readonly"] &= not words.flags.writeable
-            result["memfd_mapping"] &= "/memfd:ros2_cuda_ipc" in mapping_of(words.ctypes.data)
-            result["verified"] += problem is None
-            del words
+        problem = check(reader, core, expected[0], result)
+        if problem:
+            result["errors"].append(problem)
+        result["verified"] += problem is None
         acks.publish(String(data=f"{name} {expected[0]}"))
         expected[0] += 1
 
-    node.create_subscription(BufferCore, "core_test_blocks", on_block, qos)
-    deadline = time.monotonic() + 240
+    node.create_subscription(BufferCore, f"{prefix}_blocks", on_block, qos)
+    deadline = time.monotonic() + 400
     while expected[0] < count and time.monotonic() < deadline:
         if expected[0] == 0:
             acks.publish(String(data=f"{name} -1"))
         rclpy.spin_once(node, timeout_sec=0.05)
+    time.sleep(0.2)  # let the last ack leave
     result["stats"] = reader.stats()
-    print(json.dumps(result), flush=True)
     node.destroy_node()
     rclpy.shutdown()
+    return result
+
+
+def dds_publisher(count: int, subscribers: int) -> None:
+    pool = BlockManager(8 << 20, block_count=4, memory="host", reuse_delay=0)
+
+    def fill(block, seq, extra):
+        fill_pattern(block.view((pool.block_size // 8,), np.uint64), seq)
+
+    facts = flow_controlled_publisher(pool, count, subscribers, fill, "core_test")
+    print(json.dumps(facts), flush=True)
+    pool.close()
+
+
+def dds_subscriber(name: str, count: int) -> None:
+    def check(reader, core, seq, result):
+        with reader.read(core) as handle:
+            words = handle.view((handle.byte_size // 8,), np.uint64)
+            result["readonly"] = result.get("readonly", True) and not words.flags.writeable
+            memfd = "/memfd:ros2_cuda_ipc" in mapping_of(words.ctypes.data)
+            result["memfd_mapping"] = result.get("memfd_mapping", True) and memfd
+            return check_pattern(words, seq)
+
+    print(json.dumps(acking_subscriber(name, count, check, "core_test")), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,108 @@
+"""DLPack capsules for memory we do not own through a framework: plain ctypes, no compiler.
+
+The capsule keeps a Python owner alive until the consumer's deleter runs (or until the
+capsule dies unconsumed), so a torch tensor made from a reader view holds the reader's lease.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+KDL_CPU, KDL_CUDA = 1, 2
+READ_ONLY_FLAG = 1 << 0  # DLPACK_FLAG_BITMASK_READ_ONLY
+DLPACK_VERSION = (1, 1)
+_TYPE_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}  # kDLInt, kDLUInt, kDLFloat, kDLComplex, kDLBool
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32), ("dtype", DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER)]
+
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER),
+                ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+
+
+#: Everything a live capsule needs, by the address of its managed tensor.
+_alive: dict[int, tuple[Any, ...]] = {}
+
+
+@_DELETER
+def _delete(address: int) -> None:
+    _alive.pop(address, None)
+
+
+_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype, _capsule_new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_capsule_name = ctypes.pythonapi.PyCapsule_GetName
+_capsule_name.restype, _capsule_name.argtypes = ctypes.c_char_p, [ctypes.c_void_p]
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype, _capsule_pointer.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]
+
+
+@_CAPSULE_DESTRUCTOR
+def _destroy_capsule(capsule: int) -> None:
+    """An unconsumed capsule still owns its tensor; a consumed one ('used_...') belongs to the consumer."""
+    name = _capsule_name(capsule)
+    if name in (b"dltensor", b"dltensor_versioned"):
+        _alive.pop(_capsule_pointer(capsule, name), None)
+
+
+def dl_dtype(dtype: np.dtype) -> DLDataType:
+    code = _TYPE_CODES.get(dtype.kind)
+    if code is None:
+        raise BufferError(f"dtype {dtype} has no DLPack equivalent")
+    return DLDataType(code, dtype.itemsize * 8, 1)
+
+
+def make_capsule(owner: Any, address: int, device: tuple[int, int], shape: tuple[int, ...],
+                 byte_strides: tuple[int, ...], dtype: np.dtype, versioned: bool, read_only: bool) -> Any:
+    """A ``dltensor`` (or ``dltensor_versioned``) capsule over ``address`` that keeps ``owner`` alive."""
+    if any(s % dtype.itemsize for s in byte_strides):
+        raise BufferError(f"strides {byte_strides} are not whole multiples of the {dtype.itemsize}-byte element")
+    ndim = len(shape)
+    shape_array = (ctypes.c_int64 * max(ndim, 1))(*shape)
+    strides_array = (ctypes.c_int64 * max(ndim, 1))(*(s // dtype.itemsize for s in byte_strides))
+    tensor = DLTensor(address, DLDevice(*device), ndim, dl_dtype(dtype),
+                      ctypes.cast(shape_array, ctypes.POINTER(ctypes.c_int64)),
+                      ctypes.cast(strides_array, ctypes.POINTER(ctypes.c_int64)), 0)
+    if versioned:
+        managed: ctypes.Structure = DLManagedTensorVersioned(DLPackVersion(*DLPACK_VERSION), None, _delete,
+                                                             READ_ONLY_FLAG if read_only else 0, tensor)
+        name = b"dltensor_versioned"
+    else:
+        managed = DLManagedTensor(tensor, None, _delete)
+        name = b"dltensor"
+    address_of_managed = ctypes.addressof(managed)
+    _alive[address_of_managed] = (managed, shape_array, strides_array, owner)
+    return _capsule_new(address_of_managed, name, ctypes.cast(_destroy_capsule, ctypes.c_void_p))
+
+
+def live_capsules() -> int:
+    """How many capsules (consumed or not) still hold their owner: for tests and leak hunting."""
+    return len(_alive)

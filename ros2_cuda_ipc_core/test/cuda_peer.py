@@ -1,0 +1,135 @@
+"""Real GPU processes for test_cuda.py.  Each role prints one JSON line at the end.
+
+  gpu-publisher COUNT SUBSCRIBERS SPIN_MS   fill 1080p RGBA frames with a CUDA kernel, publish over DDS
+  gpu-subscriber NAME torch|cupy COUNT      verify every frame on the GPU through torch or cupy DLPack
+  gpu-hold                                  read the descriptor on stdin, print, hold the lease until killed
+  gpu-publish-and-wait                      publish two CUDA blocks of known bytes, print them, wait
+  gpu-write-readonly                        read the descriptor on stdin and try to write through the view
+"""
+
+import json
+import sys
+import time
+
+import cupy
+import numpy as np
+from core_peer import acking_subscriber, core_from_json, core_to_json, flow_controlled_publisher
+
+from ros2_cuda_ipc_core import BlockManager, Reader
+
+WIDTH, HEIGHT, CHANNELS = 1920, 1080, 4
+FRAME_BYTES = WIDTH * HEIGHT * CHANNELS
+
+_KERNELS = cupy.RawModule(code=r"""
+extern "C" __global__ void fill(unsigned char* out, long long n, long long seq) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = (unsigned char)((i * 31 + seq * 7) & 255);
+}
+extern "C" __global__ void spin(long long nanoseconds) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < nanoseconds);
+}
+""")
+
+
+def fill_on(stream: cupy.cuda.Stream, ptr: int, n: int, seq: int, spin_ms: float = 0) -> None:
+    with stream:
+        if spin_ms:
+            _KERNELS.get_function("spin")((1,), (1,), (np.int64(spin_ms * 1e6),))
+        _KERNELS.get_function("fill")(((n + 255) // 256,), (256,), (ptr, np.int64(n), np.int64(seq)))
+
+
+def gpu_publisher(count: int, subscribers: int, spin_ms: float) -> None:
+    pool = BlockManager(FRAME_BYTES, block_count=4, memory="cuda", reuse_delay=0)
+    stream = cupy.cuda.Stream(non_blocking=True)
+
+    def fill(block, seq, extra):
+        fill_on(stream, block.device_ptr, FRAME_BYTES, seq, spin_ms)
+        # prepare_publish only records an event: the host does not wait for the kernel.
+        extra["published_before_done"] = extra.get("published_before_done", 0) + (not stream.done)
+        return stream
+
+    facts = flow_controlled_publisher(pool, count, subscribers, fill, "cuda_test")
+    print(json.dumps(facts), flush=True)
+
+
+def _expected(xp, n: int, seq: int, device):
+    index = xp.arange(n, dtype=xp.int64) if device is None else xp.arange(n, dtype=xp.int64, device=device)
+    return ((index * 31 + seq * 7) & 255).astype(xp.uint8) if device is None else ((index * 31 + seq * 7) & 255).to(xp.uint8)
+
+
+def gpu_subscriber(name: str, framework: str, count: int) -> None:
+    if framework == "torch":
+        import torch
+
+        stream = torch.cuda.Stream()  # a non-default stream
+
+        def check(reader, core, seq, result):
+            with reader.read(core, stream) as handle, torch.cuda.stream(stream):
+                frame = torch.from_dlpack(handle.view((HEIGHT, WIDTH, CHANNELS), np.uint8))
+                result["zero_copy"] = result.get("zero_copy", True) and frame.data_ptr() == handle.device_ptr
+                result["shape_ok"] = tuple(frame.shape) == (HEIGHT, WIDTH, CHANNELS)
+                wrong = int((frame.reshape(-1) != _expected(torch, FRAME_BYTES, seq, frame.device)).sum().item())
+                del frame
+            return f"frame {seq}: {wrong} wrong bytes" if wrong else None
+    else:
+        stream = cupy.cuda.Stream(non_blocking=True)
+
+        def check(reader, core, seq, result):
+            with reader.read(core, stream) as handle, stream:
+                frame = cupy.from_dlpack(handle.view((HEIGHT, WIDTH, CHANNELS), np.uint8))
+                result["zero_copy"] = result.get("zero_copy", True) and frame.data.ptr == handle.device_ptr
+                wrong = int((frame.reshape(-1) != _expected(cupy, FRAME_BYTES, seq, None)).sum().get())
+                del frame
+            return f"frame {seq}: {wrong} wrong bytes" if wrong else None
+
+    print(json.dumps(acking_subscriber(name, count, check, "cuda_test")), flush=True)
+
+
+def gpu_hold() -> None:
+    core = core_from_json(sys.stdin.readline())
+    handle = Reader().read(core, cupy.cuda.Stream(non_blocking=True))
+    print(json.dumps({"held": handle.block_id}), flush=True)
+    time.sleep(600)
+
+
+def gpu_publish_and_wait() -> None:
+    pool = BlockManager(FRAME_BYTES, block_count=2, memory="cuda", reuse_delay=0)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    for seq in (5, 6):
+        block = pool.acquire_for_publish()
+        fill_on(stream, block.device_ptr, FRAME_BYTES, seq)
+        print(core_to_json(block.prepare_publish(stream)), flush=True)
+    time.sleep(600)
+
+
+def gpu_write_readonly() -> None:
+    core = core_from_json(sys.stdin.readline())
+    stream = cupy.cuda.Stream(non_blocking=True)
+    handle = Reader().read(core, stream)
+    view = handle.view((FRAME_BYTES,), np.uint8)
+    outcome = {"enforced": handle._pool.memory.readonly_enforced}
+    try:
+        fill_on(stream, view.ptr, FRAME_BYTES, 99)
+        stream.synchronize()
+        outcome["write"] = "succeeded"
+    except Exception as exc:  # the mapping refused the write: the context is now unusable, as expected
+        outcome["write"] = f"failed: {type(exc).__name__}: {exc}"
+    print(json.dumps(outcome), flush=True)
+
+
+if __name__ == "__main__":
+    role, *args = sys.argv[1:]
+    if role == "gpu-publisher":
+        gpu_publisher(int(args[0]), int(args[1]), float(args[2]))
+    elif role == "gpu-subscriber":
+        gpu_subscriber(args[0], args[1], int(args[2]))
+    elif role == "gpu-hold":
+        gpu_hold()
+    elif role == "gpu-publish-and-wait":
+        gpu_publish_and_wait()
+    elif role == "gpu-write-readonly":
+        gpu_write_readonly()
+    else:
+        raise SystemExit(f"unknown role {role!r}")

@@ -1,0 +1,71 @@
+"""The ctypes DLPack exporter, checked against numpy's importer on host memory (no GPU needed)."""
+
+import gc
+
+import numpy as np
+import pytest
+
+from ros2_cuda_ipc_core.dlpack import KDL_CPU, live_capsules, make_capsule
+
+
+class HostExport:
+    """Exposes a numpy array through our capsule maker, as CudaArray does for device memory."""
+
+    def __init__(self, array: np.ndarray, read_only: bool) -> None:
+        self.array, self.read_only = array, read_only
+
+    def __dlpack_device__(self):
+        return (KDL_CPU, 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        versioned = max_version is not None and max_version[0] >= 1
+        return make_capsule(self, self.array.ctypes.data, (KDL_CPU, 0), self.array.shape, self.array.strides,
+                            self.array.dtype, versioned, self.read_only)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int32, np.float16, np.float32, np.float64, np.complex64])
+def test_roundtrip_shares_memory(dtype):
+    source = np.arange(24, dtype=dtype).reshape(2, 3, 4)
+    out = np.from_dlpack(HostExport(source, read_only=False))
+    assert out.dtype == source.dtype and out.shape == source.shape and out.strides == source.strides
+    assert out.ctypes.data == source.ctypes.data
+    np.testing.assert_array_equal(out, source)
+
+
+def test_strided_planar_layout():
+    base = np.arange(2 * 3 * 4, dtype=np.float32).reshape(4, 2, 3)  # planar: channel-first in memory
+    hwc = base.transpose(1, 2, 0)
+    out = np.from_dlpack(HostExport(hwc, read_only=False))
+    assert out.strides == hwc.strides
+    np.testing.assert_array_equal(out, hwc)
+
+
+def test_read_only_flag_reaches_the_consumer():
+    source = np.zeros(8, np.uint8)
+    out = np.from_dlpack(HostExport(source, read_only=True))
+    assert not out.flags.writeable
+    writable = np.from_dlpack(HostExport(source, read_only=False))
+    writable[0] = 5
+    assert source[0] == 5
+
+
+def test_capsule_keeps_owner_until_consumer_is_done():
+    gc.collect()
+    before = live_capsules()
+    out = np.from_dlpack(HostExport(np.ones(4, np.uint8), read_only=True))
+    assert live_capsules() == before + 1
+    del out
+    gc.collect()
+    assert live_capsules() == before
+    unused = HostExport(np.ones(4, np.uint8), read_only=True).__dlpack__(max_version=(1, 0))
+    assert live_capsules() == before + 1
+    del unused  # an unconsumed capsule frees its tensor itself
+    gc.collect()
+    assert live_capsules() == before
+
+
+def test_strides_must_be_whole_elements():
+    with pytest.raises(BufferError):
+        make_capsule(None, 0, (KDL_CPU, 0), (2, 2), (6, 3), np.dtype(np.uint16), True, True)
+    with pytest.raises(BufferError):
+        make_capsule(None, 0, (KDL_CPU, 0), (2,), (8,), np.dtype("M8[s]"), True, True)
