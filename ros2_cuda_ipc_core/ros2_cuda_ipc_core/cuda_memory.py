@@ -120,6 +120,13 @@ def open_event_handle(data: bytes) -> Any:
     return check(cu.cuIpcOpenEventHandle(handle))
 
 
+def _wait_unless_done(stream: int, event: Any) -> None:
+    """Order ``stream`` after ``event``; an event that has already fired needs no GPU-side wait at all."""
+    cu = _driver()
+    if cu.cuEventQuery(event)[0] != cu.CUresult.CUDA_SUCCESS:
+        check(cu.cuStreamWaitEvent(stream, event, 0))
+
+
 def stream_device(stream: int) -> int | None:
     """The device a stream belongs to; None for the default streams (they follow the current context)."""
     if stream in (0, 1, 2):
@@ -308,7 +315,7 @@ class ImportedCudaMemory(_CudaBlocks):
         if device is not None and device != self.device:
             raise DeviceMismatchError(f"the stream is on CUDA device {device}, the block is on device {self.device}: "
                                       "read it with a stream of the block's device")
-        check(_driver().cuStreamWaitEvent(stream, self._ready_event(desc.block_id, desc.event_handle), 0))
+        _wait_unless_done(stream, self._ready_event(desc.block_id, desc.event_handle))
 
     def _order_after(self, start: int) -> Callable[[int], None]:
         block_id = start // self._block_size
@@ -316,7 +323,7 @@ class ImportedCudaMemory(_CudaBlocks):
         def order_on(stream: int) -> None:
             make_current(self.device)
             event = self._local.ready_event(block_id) if self._local is not None else self._events[block_id][1]
-            check(_driver().cuStreamWaitEvent(stream, event, 0))
+            _wait_unless_done(stream, event)
 
         return order_on
 

@@ -3,13 +3,14 @@
     python -m ros2_cuda_ipc_core.measure_cost [--memory host|cuda] [--count 20000]
 
 Measures ``acquire_for_publish`` + ``prepare_publish``, and ``read`` + ``close`` through the
-cross-process path (the descriptor's pid is cleared so the pool is imported over its socket,
-once, exactly as another process would) and through the same-process path.  Not a test.
+cross-process path (a child process owns the pool; we import it over its socket once) and
+through the same-process path.  Not a test.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import statistics
 import time
 
@@ -28,23 +29,43 @@ def _time_per_call(fn, count: int) -> float:
     return statistics.median(batches)
 
 
+def _serve_one_block(memory: str, conn) -> None:
+    """Child process: own a pool, publish one block, hand its descriptor over, wait to be told to stop."""
+    from rclpy.serialization import serialize_message
+
+    with BlockManager(1 << 20, block_count=4, memory=memory, reuse_delay=0) as pool:  # type: ignore[arg-type]
+        conn.send_bytes(serialize_message(pool.acquire_for_publish().prepare_publish()))
+        conn.recv_bytes()
+
+
 def measure(memory: str, count: int) -> dict[str, float]:
+    from rclpy.serialization import deserialize_message
+
+    from ros2_cuda_ipc_msgs.msg import BufferCore
+
     with BlockManager(1 << 20, block_count=4, memory=memory, reuse_delay=0) as pool:  # type: ignore[arg-type]
         def publish_once():
-            block = pool.acquire_for_publish()
-            return block.prepare_publish()
+            return pool.acquire_for_publish().prepare_publish()
 
         publish_us = _time_per_call(publish_once, count)
         core = publish_once()
         reader = Reader()
         reader.read(core).close()  # same-process import
         same_us = _time_per_call(lambda: reader.read(core).close(), count)
-        core.publisher_pid = 0  # as another process sees it
+
+    ours, theirs = multiprocessing.get_context("spawn").Pipe()
+    child = multiprocessing.get_context("spawn").Process(target=_serve_one_block, args=(memory, theirs))
+    child.start()
+    try:
+        remote_core = deserialize_message(ours.recv_bytes(), BufferCore)
         remote = Reader()
-        remote.read(core).close()  # import over the socket, once
-        remote_us = _time_per_call(lambda: remote.read(core).close(), count)
-        return {"acquire+prepare_publish": publish_us, "read+close (cross-process path)": remote_us,
-                "read+close (same-process path)": same_us}
+        remote.read(remote_core).close()  # import over the socket, once
+        remote_us = _time_per_call(lambda: remote.read(remote_core).close(), count)
+    finally:
+        ours.send_bytes(b"stop")
+        child.join()
+    return {"acquire+prepare_publish": publish_us, "read+close (cross-process path)": remote_us,
+            "read+close (same-process path)": same_us}
 
 
 def main(argv: list[str] | None = None) -> None:

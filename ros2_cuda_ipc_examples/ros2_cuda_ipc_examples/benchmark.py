@@ -111,12 +111,15 @@ def run_subscriber(args: argparse.Namespace) -> None:
         if msg.header.frame_id == "end":
             done.append(True)
             return
+        arrived = time.monotonic_ns()
         if msg.header.frame_id != BASELINE:
             with reader.read(msg.core, stream):
                 if stream is not None:
                     stream.sync()  # consumer-ready: the consumer's stream has passed the producer's event
+        ready = time.monotonic_ns()
         sent = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        latencies.setdefault(msg.header.frame_id, []).append((time.monotonic_ns() - sent) / 1000)
+        latencies.setdefault(msg.header.frame_id, []).append((ready - sent) / 1000)
+        latencies.setdefault(msg.header.frame_id + " dds", []).append((arrived - sent) / 1000)
 
     node.create_subscription(GpuImage, TOPIC, on_msg, _qos())
     deadline = time.monotonic() + args.count * (len(args.sizes_mib) + 1) / args.rate + 60
@@ -144,7 +147,7 @@ def run_benchmark(args: argparse.Namespace) -> int:
     base_p50, base_p99 = summary[BASELINE]["p50_us"], summary[BASELINE]["p99_us"]
     print(f"{'mode':>12} {'n':>5} {'p50 us':>9} {'p99 us':>9} {'p50 ratio':>10} {'p99 ratio':>10}")
     for mode, row in summary.items():
-        label = mode if mode == BASELINE else f"{mode} MiB"
+        label = mode if mode.split()[0] == BASELINE else f"{mode} MiB".replace(" dds MiB", " MiB dds")
         print(f"{label:>12} {row['n']:>5} {row['p50_us']:>9.1f} {row['p99_us']:>9.1f} "
               f"{row['p50_us'] / base_p50:>10.2f} {row['p99_us'] / base_p99:>10.2f}")
     return 0
