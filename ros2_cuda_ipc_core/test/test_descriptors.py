@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ros2_cuda_ipc_core import BlockManager, InvalidDescriptorError, Reader, Ros2CudaIpcError
+from ros2_cuda_ipc_core import BlockManager, CudaUnavailableError, InvalidDescriptorError, Reader, Ros2CudaIpcError
+from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
 from ros2_cuda_ipc_core.descriptor import Descriptor, socket_address
 from ros2_cuda_ipc_msgs.msg import BufferCore
 
@@ -65,7 +66,7 @@ def test_random_pool_ids_and_socket_paths(live, pool_id, socket_path):
 
 
 @pytest.mark.parametrize("field,value", [
-    ("block_id", 2), ("byte_size", 4097), ("byte_size", 0), ("memory", 1), ("memory", 7), ("device_id", 1),
+    ("block_id", 2), ("byte_size", 4097), ("byte_size", 0), ("memory", 7), ("device_id", 1),
     ("socket_path", "relative/path"), ("socket_path", "@"), ("socket_path", "@" + "x" * 200),
     ("socket_path", "@bad\x00name"), ("pool_id", np.zeros(15, np.uint8)), ("event_handle", np.zeros(3, np.uint8)),
 ])
@@ -76,6 +77,13 @@ def test_each_bad_field_is_named(live, field, value):
         reader.read(copy_core(core, **{field: value}))
     assert field.split("_")[0] in str(info.value) or "memory" in str(info.value)
     assert reader.stats()["invalid_descriptors"] == 1 and reader.stats()["leases_held"] == 0
+
+
+def test_cuda_descriptor_for_a_host_pool(live):
+    _, core = live
+    expected = InvalidDescriptorError if unavailable_reason(0) is None else CudaUnavailableError
+    with pytest.raises(expected, match=r"memory|driver|cuda"):
+        Reader().read(copy_core(core, memory=1))
 
 
 def test_not_a_message_at_all():
