@@ -81,32 +81,22 @@ def publish_and_wait() -> None:
     time.sleep(600)
 
 
-def _ack(text: str) -> tuple[str, int]:
-    name, seq = text.split()
-    return name, int(seq)
-
-
 def flow_controlled_publisher(pool: BlockManager, count: int, subscribers: int, fill, prefix: str) -> dict:
-    """Publish ``count`` blocks filled by ``fill(block, seq) -> stream``, never more than a pool ahead of
-    the slowest subscriber (their acks), so every message must be read; return the run's facts."""
+    """Publish ``count`` blocks filled by ``fill(block, seq, extra) -> stream``, never more than a pool
+    ahead of the slowest subscriber, so every message must be read; return the run's facts."""
     import rclpy
-    from rclpy.qos import QoSProfile, QoSReliabilityPolicy
     from rclpy.serialization import serialize_message
-    from std_msgs.msg import String
+
+    from ros2_cuda_ipc_core.testing import AckGate, _qos
 
     rclpy.init()
     node = rclpy.create_node(f"{prefix}_publisher")
-    qos = QoSProfile(depth=100, reliability=QoSReliabilityPolicy.RELIABLE)
-    pub = node.create_publisher(BufferCore, f"{prefix}_blocks", qos)
-    acked: dict[str, int] = {}
-    node.create_subscription(String, f"{prefix}_acks", lambda m: acked.__setitem__(*_ack(m.data)), qos)
-    deadline = time.monotonic() + 60
-    while len(acked) < subscribers and time.monotonic() < deadline:  # each subscriber says -1 when ready
-        rclpy.spin_once(node, timeout_sec=0.05)
+    pub = node.create_publisher(BufferCore, f"{prefix}_blocks", _qos())
+    gate = AckGate(node, f"{prefix}_acks")
+    gate.wait_for_subscribers(subscribers)
     facts: dict = {"message_bytes": set(), "extra": {}}
     for seq in range(count):
-        while seq - min(acked.values(), default=-1) > pool.block_count and time.monotonic() < deadline + 300:
-            rclpy.spin_once(node, timeout_sec=0.01)
+        gate.wait_until_within(seq, pool.block_count)
         block = pool.acquire_for_publish(timeout=5.0)
         if block is None:
             raise SystemExit(f"no free block for message {seq}: {pool.stats()}")
@@ -115,9 +105,7 @@ def flow_controlled_publisher(pool: BlockManager, count: int, subscribers: int, 
             core = block.prepare_publish(stream)
         facts["message_bytes"].add(len(serialize_message(core)))
         pub.publish(core)
-        rclpy.spin_once(node, timeout_sec=0)
-    while min(acked.values()) < count - 1 and time.monotonic() < deadline + 400:
-        rclpy.spin_once(node, timeout_sec=0.05)
+    gate.wait_until_within(count - 1, 0, timeout=60)
     facts["stats"] = pool.stats()
     facts["message_bytes"] = sorted(facts["message_bytes"])
     node.destroy_node()
@@ -128,14 +116,13 @@ def flow_controlled_publisher(pool: BlockManager, count: int, subscribers: int, 
 def acking_subscriber(name: str, count: int, check, prefix: str) -> dict:
     """Read ``count`` descriptors with ``check(reader, core, seq, result) -> problem | None``; ack each one."""
     import rclpy
-    from rclpy.qos import QoSProfile, QoSReliabilityPolicy
-    from std_msgs.msg import String
+
+    from ros2_cuda_ipc_core.testing import Acker, _qos
 
     rclpy.init()
     node = rclpy.create_node(f"{prefix}_{name}")
-    qos = QoSProfile(depth=100, reliability=QoSReliabilityPolicy.RELIABLE)
-    acks = node.create_publisher(String, f"{prefix}_acks", qos)
     reader = Reader()
+    acker = Acker(node, f"{prefix}_acks", name, reader)
     result: dict = {"verified": 0, "errors": []}
     expected = [0]
 
@@ -147,17 +134,14 @@ def acking_subscriber(name: str, count: int, check, prefix: str) -> dict:
         if problem:
             result["errors"].append(problem)
         result["verified"] += problem is None
-        released_by = time.monotonic() + 2.0  # CUDA leases go back asynchronously: ack once ours is gone
-        while reader.stats()["leases_held"] and time.monotonic() < released_by:
-            time.sleep(0.0002)
-        acks.publish(String(data=f"{name} {expected[0]}"))
+        acker.ack(expected[0])
         expected[0] += 1
 
-    node.create_subscription(BufferCore, f"{prefix}_blocks", on_block, qos)
+    node.create_subscription(BufferCore, f"{prefix}_blocks", on_block, _qos())
     deadline = time.monotonic() + 150
     while expected[0] < count and time.monotonic() < deadline:
         if expected[0] == 0:
-            acks.publish(String(data=f"{name} -1"))
+            acker.ack(-1)
         rclpy.spin_once(node, timeout_sec=0.05)
     time.sleep(0.2)  # let the last ack leave
     result["stats"] = reader.stats()

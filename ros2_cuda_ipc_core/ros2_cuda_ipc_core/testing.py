@@ -1,0 +1,69 @@
+"""Test support for multi-process pipelines: acknowledgement-based flow control over a real topic.
+
+A publisher that must prove *every* message is read cannot outrun its readers by more than
+its pool: ``AckGate`` holds it back until the slowest subscriber has acknowledged, and
+``Acker`` acknowledges only once this process's lease is really given back (CUDA leases go
+back asynchronously).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+_QOS_DEPTH = 100
+
+
+def _qos() -> Any:
+    from rclpy.qos import QoSProfile, QoSReliabilityPolicy
+
+    return QoSProfile(depth=_QOS_DEPTH, reliability=QoSReliabilityPolicy.RELIABLE)
+
+
+class AckGate:
+    """Publisher side: tracks the last sequence number each subscriber acknowledged on ``topic``."""
+
+    def __init__(self, node: Any, topic: str) -> None:
+        from std_msgs.msg import String
+
+        self._node = node
+        self.acked: dict[str, int] = {}
+        node.create_subscription(String, topic, self._on_ack, _qos())
+
+    def _on_ack(self, msg: Any) -> None:
+        name, seq = msg.data.split()
+        self.acked[name] = max(int(seq), self.acked.get(name, -1))
+
+    def _spin_until(self, done: Any, timeout: float) -> bool:
+        import rclpy
+
+        deadline = time.monotonic() + timeout
+        while not done() and time.monotonic() < deadline:
+            rclpy.spin_once(self._node, timeout_sec=0.005)
+        return bool(done())
+
+    def wait_for_subscribers(self, count: int, timeout: float = 60.0) -> bool:
+        """Every subscriber acknowledges -1 once it is listening."""
+        return self._spin_until(lambda: len(self.acked) >= count, timeout)
+
+    def wait_until_within(self, seq: int, window: int, timeout: float = 30.0) -> bool:
+        """Block until message ``seq`` is at most ``window`` ahead of the slowest subscriber."""
+        return self._spin_until(lambda: seq - min(self.acked.values(), default=-1) <= window, timeout)
+
+
+class Acker:
+    """Subscriber side: acknowledge a sequence number once ``reader`` holds no lease any more."""
+
+    def __init__(self, node: Any, topic: str, name: str, reader: Any) -> None:
+        from std_msgs.msg import String
+
+        self._string = String
+        self._publisher = node.create_publisher(String, topic, _qos())
+        self._name = name
+        self._reader = reader
+
+    def ack(self, seq: int, release_timeout: float = 2.0) -> None:
+        deadline = time.monotonic() + release_timeout
+        while self._reader.stats()["leases_held"] and time.monotonic() < deadline:
+            time.sleep(0.0002)
+        self._publisher.publish(self._string(data=f"{self._name} {seq}"))
