@@ -59,8 +59,8 @@ def _delete(address: int) -> None:
 _CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _capsule_new = ctypes.pythonapi.PyCapsule_New
 _capsule_new.restype, _capsule_new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-_capsule_name = ctypes.pythonapi.PyCapsule_GetName
-_capsule_name.restype, _capsule_name.argtypes = ctypes.c_char_p, [ctypes.c_void_p]
+_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid  # never raises, unlike GetName / GetPointer
+_capsule_is_valid.restype, _capsule_is_valid.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype, _capsule_pointer.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]
 
@@ -68,9 +68,13 @@ _capsule_pointer.restype, _capsule_pointer.argtypes = ctypes.c_void_p, [ctypes.c
 @_CAPSULE_DESTRUCTOR
 def _destroy_capsule(capsule: int) -> None:
     """An unconsumed capsule still owns its tensor; a consumed one ('used_...') belongs to the consumer."""
-    name = _capsule_name(capsule)
-    if name in (b"dltensor", b"dltensor_versioned"):
-        _alive.pop(_capsule_pointer(capsule, name), None)
+    try:
+        for name in (b"dltensor_versioned", b"dltensor"):
+            if _capsule_is_valid(capsule, name):
+                _alive.pop(_capsule_pointer(capsule, name), None)
+                return
+    except Exception:  # nothing may escape a destructor; the tensor then lives until exit
+        return
 
 
 def dl_dtype(dtype: np.dtype) -> DLDataType:

@@ -174,7 +174,9 @@ def test_stream_forms_and_device_mismatch():
     with BlockManager(4096, block_count=1, memory="cuda") as pool:
         core = pool.acquire_for_publish().prepare_publish()
         reader = Reader()
-        for stream in (None, torch.cuda.Stream(), cupy.cuda.Stream(), Device(0).create_stream(),
+        device = Device(0)
+        device.set_current()
+        for stream in (None, torch.cuda.Stream(), cupy.cuda.Stream(), device.create_stream(),
                        torch.cuda.current_stream().cuda_stream):
             reader.read(core, stream).close()
         if torch.cuda.device_count() > 1:

@@ -111,12 +111,12 @@ def run_subscriber(args: argparse.Namespace) -> None:
         if msg.header.frame_id == "end":
             done.append(True)
             return
-        arrived = time.monotonic_ns()
+        arrived = ready = time.monotonic_ns()
         if msg.header.frame_id != BASELINE:
             with reader.read(msg.core, stream):
                 if stream is not None:
                     stream.sync()  # consumer-ready: the consumer's stream has passed the producer's event
-        ready = time.monotonic_ns()
+                ready = time.monotonic_ns()
         sent = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         latencies.setdefault(msg.header.frame_id, []).append((ready - sent) / 1000)
         latencies.setdefault(msg.header.frame_id + " dds", []).append((arrived - sent) / 1000)
