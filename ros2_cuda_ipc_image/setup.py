@@ -17,5 +17,8 @@ setup(
     maintainer_email="maintainers@ros2-cuda-ipc.dev",
     description="Typed zero-copy images over ros2_cuda_ipc: ImagePublisher, ImageReader and the sensor_msgs/Image bridge.",
     license="Apache-2.0",
-    entry_points={"console_scripts": []},
+    entry_points={"console_scripts": [
+        "gpu_to_image = ros2_cuda_ipc_image.nodes:gpu_to_image_main",
+        "image_to_gpu = ros2_cuda_ipc_image.nodes:image_to_gpu_main",
+    ]},
 )

@@ -1,0 +1,67 @@
+"""The bridge to ``sensor_msgs/Image``: one download out, one upload in, bit for bit."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import numpy as np
+from sensor_msgs.msg import Image
+
+from ros2_cuda_ipc_core import InvalidDescriptorError
+from ros2_cuda_ipc_core.transfer import copy_rows
+from ros2_cuda_ipc_msgs.msg import GpuImage
+
+from .encodings import encoding_layout, generic_encoding
+from .layout import packed_layout
+
+if TYPE_CHECKING:
+    from .publisher import ImagePublisher
+    from .view import ImageView
+
+
+def to_image_msg(view: ImageView) -> Image:
+    """A ``sensor_msgs/Image`` of ``view``: rows and their padding kept when rows are packed, else made dense."""
+    layout = view.layout
+    rows, cols, channels = layout.shape
+    encoding = layout.encoding or generic_encoding(layout.dtype, channels)
+    if encoding is None:
+        raise InvalidDescriptorError(f"{channels} x {layout.dtype} has no sensor_msgs encoding")
+    row_stride = layout.strides[0]
+    keep_padding = layout.rows_are_packed and row_stride >= layout.row_bytes and rows * row_stride <= view.handle.byte_size
+    step = row_stride if keep_padding else layout.row_bytes
+    out = np.empty(rows * step, dtype=np.uint8)
+    cuda = view.handle.device_id if view.memory == "cuda" else None
+    if keep_padding:
+        copy_rows(out.ctypes.data, step, view.handle.device_ptr, step, step, rows, cuda, view.stream)
+    elif layout.rows_are_packed:
+        copy_rows(out.ctypes.data, step, view.handle.device_ptr, row_stride, layout.row_bytes, rows, cuda, view.stream)
+    else:  # planar or otherwise strided: one download of the span, then restride on the host
+        span = np.empty(layout.byte_extent, dtype=np.uint8)
+        copy_rows(span.ctypes.data, len(span), view.handle.device_ptr, len(span), len(span), 1, cuda, view.stream)
+        strided = np.lib.stride_tricks.as_strided(span.view(layout.dtype), layout.shape, layout.strides)
+        out = np.ascontiguousarray(strided).view(np.uint8).reshape(-1)
+    msg = Image()
+    msg.header = view.header
+    msg.height, msg.width, msg.encoding = rows, cols, encoding
+    msg.is_bigendian = int(sys.byteorder == "big")
+    msg.step = step
+    msg.data = out.tobytes()
+    return msg
+
+
+def publish_image_msg(image_publisher: ImagePublisher, msg: Image) -> GpuImage | None:
+    """Publish a ``sensor_msgs/Image`` through ``image_publisher`` with one upload; its step is kept.
+
+    Returns the ``GpuImage`` sent, or None if no block was free.  Big-endian multi-byte data is
+    byte-swapped to this machine's order first (GpuImage has no endianness field).
+    """
+    dtype, channels = encoding_layout(msg.encoding)
+    layout = packed_layout(msg.height, msg.width, channels, dtype, msg.step, msg.encoding)
+    if msg.step < layout.row_bytes or len(msg.data) < msg.height * msg.step:
+        raise InvalidDescriptorError(f"Image of {msg.height} rows with step {msg.step} carries {len(msg.data)} bytes; "
+                                     f"rows need {layout.row_bytes} bytes each")
+    data = memoryview(msg.data)[: msg.height * msg.step]
+    if bool(msg.is_bigendian) != (sys.byteorder == "big") and dtype.itemsize > 1:
+        data = memoryview(np.frombuffer(data, dtype=dtype.newbyteorder(">")).astype(dtype).view(np.uint8))
+    return image_publisher.publish_bytes(data, layout.validate(len(data)), msg.header)

@@ -1,0 +1,103 @@
+"""The bridge nodes, in one process with real rclpy publishers and subscriptions."""
+
+import time
+
+import numpy as np
+import pytest
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from sensor_msgs.msg import Image
+
+from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
+from ros2_cuda_ipc_image import ImagePublisher
+from ros2_cuda_ipc_image.nodes import GpuToImage, ImageToGpu
+from ros2_cuda_ipc_msgs.msg import GpuImage
+
+MEMORIES = ["host", pytest.param("cuda", marks=pytest.mark.skipif(unavailable_reason(0) is not None,
+                                                                  reason=f"needs a CUDA GPU: {unavailable_reason(0)}"))]
+
+
+def spin_until(executor, done, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not done() and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.02)
+    return done()
+
+
+def write_frame(frame, pattern, memory):
+    if memory == "host":
+        frame.array[...] = pattern
+    else:
+        import torch
+
+        torch.from_dlpack(frame).copy_(torch.from_numpy(pattern).cuda())
+        torch.cuda.synchronize()
+
+
+@pytest.mark.parametrize("memory", MEMORIES)
+def test_gpu_to_image_downloads_what_the_publisher_wrote(node, memory):
+    bridge = GpuToImage()
+    executor = SingleThreadedExecutor()
+    executor.add_node(bridge)
+    executor.add_node(node)
+    got = []
+    sub = node.create_subscription(Image, "image", got.append, 10)
+    pub = ImagePublisher(node, "gpu_image", width=40, height=30, encoding="rgba8", row_alignment=256, memory=memory)
+    pattern = np.random.default_rng(7).integers(0, 256, size=(30, 40, 4), dtype=np.uint8)
+    try:
+        assert spin_until(executor, lambda: pub._publisher.get_subscription_count() > 0)
+        assert spin_until(executor, lambda: bridge._out.get_subscription_count() > 0)
+        frame = pub.borrow()
+        write_frame(frame, pattern, memory)
+        frame.publish()
+        assert spin_until(executor, lambda: got)
+        image = got[0]
+        assert (image.height, image.width, image.encoding) == (30, 40, "rgba8")
+        rows = np.frombuffer(bytes(image.data), np.uint8).reshape(30, image.step)[:, : 40 * 4]
+        np.testing.assert_array_equal(rows.reshape(30, 40, 4), pattern)
+        assert bridge.converted == 1
+    finally:
+        node.destroy_subscription(sub)
+        pub.close()
+        executor.remove_node(bridge)
+        bridge.destroy_node()
+
+
+def test_gpu_to_image_downloads_nothing_without_subscribers(node):
+    bridge = GpuToImage()
+    executor = SingleThreadedExecutor()
+    executor.add_node(bridge)
+    executor.add_node(node)
+    pub = ImagePublisher(node, "gpu_image", width=4, height=4, encoding="mono8", memory="host")
+    try:
+        assert spin_until(executor, lambda: pub._publisher.get_subscription_count() > 0)
+        pub.borrow().publish()
+        assert spin_until(executor, lambda: bridge.skipped == 1)
+        assert bridge.converted == 0 and bridge.reader.stats()["reads"] == 0
+    finally:
+        pub.close()
+        executor.remove_node(bridge)
+        bridge.destroy_node()
+
+
+def test_image_to_gpu_publishes_frames(node):
+    bridge = ImageToGpu(parameter_overrides=[rclpy.parameter.Parameter("memory", value="host")])
+    executor = SingleThreadedExecutor()
+    executor.add_node(bridge)
+    executor.add_node(node)
+    got = []
+    sub = node.create_subscription(GpuImage, "gpu_image", got.append, 10)
+    cam = node.create_publisher(Image, "image", 10)
+    try:
+        assert spin_until(executor, lambda: cam.get_subscription_count() > 0)
+        msg = Image(height=2, width=3, encoding="mono8", step=4)
+        msg.data = bytes(range(8))
+        cam.publish(msg)
+        assert spin_until(executor, lambda: got)
+        assert list(got[0].shape) == [2, 3, 1] and list(got[0].strides) == [4, 1, 1]
+        assert bridge.publisher is not None and bridge.publisher.pool.memory == "host"
+    finally:
+        node.destroy_subscription(sub)
+        node.destroy_publisher(cam)
+        executor.remove_node(bridge)
+        bridge.destroy_node()
