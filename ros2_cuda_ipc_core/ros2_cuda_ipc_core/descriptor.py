@@ -7,10 +7,13 @@ frozen value the rest of the reader can trust.
 
 from __future__ import annotations
 
+import functools
 import operator
 import os
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from .errors import InvalidDescriptorError
 from .layout import MEMORY_NAMES
@@ -20,6 +23,7 @@ _U32 = (1 << 32) - 1
 _U64 = (1 << 64) - 1
 
 
+@functools.lru_cache(maxsize=256)  # a reader sees a handful of pools; validate each path once
 def socket_address(socket_path: str) -> str:
     """The ``AF_UNIX`` address of a pool's ``socket_path`` ('@name' is the abstract namespace)."""
     if not isinstance(socket_path, str) or not socket_path:
@@ -49,7 +53,7 @@ def _uint(value: Any, name: str, limit: int) -> int:
 
 def _octets(value: Any, name: str, length: int) -> bytes:
     try:
-        data = bytes(bytearray(value))
+        data = value.tobytes() if isinstance(value, np.ndarray) and value.dtype == np.uint8 else bytes(bytearray(value))
     except (TypeError, ValueError) as exc:
         raise InvalidDescriptorError(f"{name} is not a byte array: {exc}") from None
     if len(data) != length:
@@ -75,24 +79,26 @@ class Descriptor:
     def from_message(cls, core: Any) -> Descriptor:
         """Check every field of a ``BufferCore`` (or anything with its attributes)."""
         try:
-            fields = {name: getattr(core, name) for name in cls.__dataclass_fields__}
+            socket_path = core.socket_path
+            if not isinstance(socket_path, str):
+                raise InvalidDescriptorError(f"socket_path is {type(socket_path).__name__}, not str")
+            socket_address(socket_path)
+            memory = _uint(core.memory, "memory", 255)
+            if memory not in MEMORY_NAMES:
+                raise InvalidDescriptorError(f"memory={memory} is not MEMORY_HOST (0) or MEMORY_CUDA (1)")
+            return cls(
+                socket_path=socket_path,
+                pool_id=_octets(core.pool_id, "pool_id", 16),
+                block_id=_uint(core.block_id, "block_id", _U32),
+                uid=_uint(core.uid, "uid", _U64),
+                publisher_pid=_uint(core.publisher_pid, "publisher_pid", _U32),
+                memory=memory,
+                device_id=_uint(core.device_id, "device_id", _U32),
+                event_handle=_octets(core.event_handle, "event_handle", 64),
+                byte_size=_uint(core.byte_size, "byte_size", _U64),
+            )
         except AttributeError as exc:
             raise InvalidDescriptorError(f"not a BufferCore: {exc}") from None
-        socket_address(fields["socket_path"])
-        memory = _uint(fields["memory"], "memory", 255)
-        if memory not in MEMORY_NAMES:
-            raise InvalidDescriptorError(f"memory={memory} is not MEMORY_HOST (0) or MEMORY_CUDA (1)")
-        return cls(
-            socket_path=fields["socket_path"],
-            pool_id=_octets(fields["pool_id"], "pool_id", 16),
-            block_id=_uint(fields["block_id"], "block_id", _U32),
-            uid=_uint(fields["uid"], "uid", _U64),
-            publisher_pid=_uint(fields["publisher_pid"], "publisher_pid", _U32),
-            memory=memory,
-            device_id=_uint(fields["device_id"], "device_id", _U32),
-            event_handle=_octets(fields["event_handle"], "event_handle", 64),
-            byte_size=_uint(fields["byte_size"], "byte_size", _U64),
-        )
 
     @property
     def pool_name(self) -> str:

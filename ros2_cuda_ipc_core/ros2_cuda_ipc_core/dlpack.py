@@ -65,9 +65,14 @@ _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype, _capsule_pointer.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]
 
 
+destructor_calls = 0  # diagnostics: capsules whose destructor ran
+
+
 @_CAPSULE_DESTRUCTOR
 def _destroy_capsule(capsule: int) -> None:
     """An unconsumed capsule still owns its tensor; a consumed one ('used_...') belongs to the consumer."""
+    global destructor_calls
+    destructor_calls += 1
     try:
         for name in (b"dltensor_versioned", b"dltensor"):
             if _capsule_is_valid(capsule, name):
