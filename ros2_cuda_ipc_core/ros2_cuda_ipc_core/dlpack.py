@@ -59,25 +59,24 @@ def _delete(address: int) -> None:
 _CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _capsule_new = ctypes.pythonapi.PyCapsule_New
 _capsule_new.restype, _capsule_new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid  # never raises, unlike GetName / GetPointer
-_capsule_is_valid.restype, _capsule_is_valid.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype, _capsule_pointer.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]
 
-
+#: PyCapsule's C layout after PyObject_HEAD: void *pointer; const char *name; ...  Read directly in the
+#: destructor: C-API lookups on a capsule being deallocated were seen to fail on CPython 3.12.3.
+_POINTER_OFFSET = object.__basicsize__
+_NAME_OFFSET = _POINTER_OFFSET + ctypes.sizeof(ctypes.c_void_p)
+_OWNING_NAMES = (b"dltensor", b"dltensor_versioned")  # renamed 'used_...' once a consumer took it
 destructor_calls = 0  # diagnostics: capsules whose destructor ran
 
 
 @_CAPSULE_DESTRUCTOR
 def _destroy_capsule(capsule: int) -> None:
-    """An unconsumed capsule still owns its tensor; a consumed one ('used_...') belongs to the consumer."""
+    """An unconsumed capsule still owns its tensor; a consumed one belongs to the consumer."""
     global destructor_calls
     destructor_calls += 1
     try:
-        for name in (b"dltensor_versioned", b"dltensor"):
-            if _capsule_is_valid(capsule, name):
-                _alive.pop(_capsule_pointer(capsule, name), None)
-                return
+        name = ctypes.c_void_p.from_address(capsule + _NAME_OFFSET).value
+        if name and ctypes.string_at(name) in _OWNING_NAMES:
+            _alive.pop(ctypes.c_void_p.from_address(capsule + _POINTER_OFFSET).value, None)
     except Exception:  # nothing may escape a destructor; the tensor then lives until exit
         return
 
