@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import time
 
 import numpy as np
+
+from ros2_cuda_ipc_examples.two_process import add_role_argument, dispatch, run_roles
 
 TOPIC = "ros2_cuda_ipc_benchmark/frames"
 BASELINE = "descriptor"
@@ -80,6 +80,7 @@ def run_publisher(args: argparse.Namespace) -> None:
         time.sleep(0.05)
     for pool in pools.values():
         pool.close()
+    print(json.dumps({"sent": args.count * len(modes)}), flush=True)
     node.destroy_node()
     rclpy.shutdown()
 
@@ -133,22 +134,18 @@ def run_subscriber(args: argparse.Namespace) -> None:
 
 
 def run_benchmark(args: argparse.Namespace) -> int:
-    base = [sys.executable, __file__, "--memory", args.memory, "--count", str(args.count), "--rate", str(args.rate),
-            "--sizes-mib", *map(str, args.sizes_mib)]
     print(f"benchmark: {args.count} messages per mode ({BASELINE} + {args.sizes_mib} MiB {args.memory} frames), "
           f"interleaved at {args.rate:g} Hz", flush=True)
-    subscriber = subprocess.Popen([*base, "--role", "subscriber"], stdout=subprocess.PIPE, text=True)
-    publisher = subprocess.Popen([*base, "--role", "publisher"])
-    publisher.wait()
-    out, _ = subscriber.communicate(timeout=120)
-    if publisher.returncode or subscriber.returncode:
+    argv = ["--memory", args.memory, "--count", str(args.count), "--rate", str(args.rate),
+            "--sizes-mib", *map(str, args.sizes_mib)]
+    _, summary, _, _ = run_roles(__file__, argv, timeout=args.count * (len(args.sizes_mib) + 1) / args.rate + 60)
+    if summary is None:
         return 1
-    summary = json.loads(out.splitlines()[-1])
     base_p50, base_p99 = summary[BASELINE]["p50_us"], summary[BASELINE]["p99_us"]
-    print(f"{'mode':>12} {'n':>5} {'p50 us':>9} {'p99 us':>9} {'p50 ratio':>10} {'p99 ratio':>10}")
+    print(f"{'mode':>16} {'n':>5} {'p50 us':>9} {'p99 us':>9} {'p50 ratio':>10} {'p99 ratio':>10}")
     for mode, row in summary.items():
         label = mode if mode.split()[0] == BASELINE else f"{mode} MiB".replace(" dds MiB", " MiB dds")
-        print(f"{label:>12} {row['n']:>5} {row['p50_us']:>9.1f} {row['p99_us']:>9.1f} "
+        print(f"{label:>16} {row['n']:>5} {row['p50_us']:>9.1f} {row['p99_us']:>9.1f} "
               f"{row['p50_us'] / base_p50:>10.2f} {row['p99_us'] / base_p99:>10.2f}")
     return 0
 
@@ -159,14 +156,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes-mib", type=int, nargs="+", default=[8, 33])
     parser.add_argument("--count", type=int, default=300)
     parser.add_argument("--rate", type=float, default=100.0)
-    parser.add_argument("--role", choices=["benchmark", "publisher", "subscriber"], default="benchmark")
-    args = parser.parse_args(argv)
-    if args.role == "publisher":
-        run_publisher(args)
-    elif args.role == "subscriber":
-        run_subscriber(args)
-    else:
-        raise SystemExit(run_benchmark(args))
+    add_role_argument(parser, "benchmark")
+    dispatch(parser.parse_args(argv), run_publisher, run_subscriber, run_benchmark)
 
 
 if __name__ == "__main__":

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 
 import numpy as np
+
+from ros2_cuda_ipc_examples.two_process import add_role_argument, dispatch, run_roles
 
 TOPIC = "ros2_cuda_ipc_demo/frames"
 
@@ -101,21 +102,17 @@ def run_subscriber(args: argparse.Namespace) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    base = [sys.executable, __file__, "--frames", str(args.frames), "--size-mib", str(args.size_mib),
-            "--memory", args.memory, "--rate", str(args.rate)]
     print(f"demo: starting a subscriber and a publisher process; {args.frames} frames of {args.size_mib} MiB "
           f"at {args.rate:g} Hz on topic /{TOPIC}", flush=True)
-    subscriber = subprocess.Popen([*base, "--role", "subscriber"], stdout=subprocess.PIPE, text=True)
-    publisher = subprocess.Popen([*base, "--role", "publisher"], stdout=subprocess.PIPE, text=True)
-    pub_out, _ = publisher.communicate()
-    sub_out, _ = subscriber.communicate()
-    if publisher.returncode or subscriber.returncode:
+    argv = ["--frames", str(args.frames), "--size-mib", str(args.size_mib), "--memory", args.memory,
+            "--rate", str(args.rate)]
+    pub, sub, pub_pid, sub_pid = run_roles(__file__, argv, timeout=args.frames / args.rate + 60)
+    if pub is None or sub is None:
         print("demo: a process failed; see its log above", file=sys.stderr)
         return 1
-    pub, sub = json.loads(pub_out.splitlines()[-1]), json.loads(sub_out.splitlines()[-1])
-    print(f"demo: publisher (pid {publisher.pid}) published {pub['stats']['published']} frames; "
+    print(f"demo: publisher (pid {pub_pid}) published {pub['stats']['published']} frames; "
           f"each DDS message was {pub['message_bytes']} bytes, each frame {args.size_mib} MiB.")
-    print(f"demo: subscriber (pid {subscriber.pid}) verified {sub['verified']} frames in the publisher's own memory "
+    print(f"demo: subscriber (pid {sub_pid}) verified {sub['verified']} frames in the publisher's own memory "
           f"(read-only mapping, imported {sub['stats']['imports']} time(s)); {sub['bad']} wrong, {sub['dropped']} dropped; "
           f"median read + check {sub['read_us']:.0f} us per frame.")
     ok = sub["verified"] == pub["stats"]["published"] > 0 and sub["bad"] == 0
@@ -129,14 +126,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size-mib", type=int, default=8)
     parser.add_argument("--rate", type=float, default=30.0, help="frames per second")
     parser.add_argument("--memory", choices=["auto", "host", "cuda"], default="host")
-    parser.add_argument("--role", choices=["demo", "publisher", "subscriber"], default="demo")
-    args = parser.parse_args(argv)
-    if args.role == "publisher":
-        run_publisher(args)
-    elif args.role == "subscriber":
-        run_subscriber(args)
-    else:
-        raise SystemExit(run_demo(args))
+    add_role_argument(parser, "demo")
+    dispatch(parser.parse_args(argv), run_publisher, run_subscriber, run_demo)
 
 
 if __name__ == "__main__":

@@ -8,13 +8,14 @@ from ros2_cuda_ipc_core import PublishBlock
 from ros2_cuda_ipc_core.streams import StreamLike
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
+from .array_protocols import ImageArrayProtocols
 from .layout import ImageLayout
 
 if TYPE_CHECKING:
     from .publisher import ImagePublisher
 
 
-class ImageFrame:
+class ImageFrame(ImageArrayProtocols):
     """A (rows, cols, channels) image to fill: numpy for host memory, DLPack / CUDA-array-interface for CUDA.
 
     ``publish()`` sends it; leaving a ``with`` block unpublished gives the block back.
@@ -27,26 +28,8 @@ class ImageFrame:
         self.array: Any = block.view(layout.shape, layout.dtype, layout.strides)
 
     @property
-    def shape(self) -> tuple[int, int, int]:
-        return self.layout.shape
-
-    @property
-    def strides(self) -> tuple[int, int, int]:
-        return self.layout.strides
-
-    @property
     def device_ptr(self) -> int:
         return self._block.device_ptr
-
-    def __dlpack__(self, **kwargs: Any) -> Any:
-        return self.array.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        return self.array.__dlpack_device__()
-
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
-        return self.array.__cuda_array_interface__
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         return self.array.__array__(dtype) if dtype is not None else self.array.__array__()

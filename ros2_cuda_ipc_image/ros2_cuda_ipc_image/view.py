@@ -8,10 +8,11 @@ import numpy as np
 
 from ros2_cuda_ipc_core import ReadHandle
 
+from .array_protocols import ImageArrayProtocols
 from .layout import ImageLayout
 
 
-class ImageView:
+class ImageView(ImageArrayProtocols):
     """What ``ImageReader.read`` returns.  ``array`` is numpy (host) or a ``CudaArray`` (CUDA);
     DLPack, the CUDA array interface and ``np.asarray`` all work on the view itself."""
 
@@ -23,35 +24,8 @@ class ImageView:
         self.array: Any = handle.view(layout.shape, layout.dtype, layout.strides)
 
     @property
-    def shape(self) -> tuple[int, int, int]:
-        return self.layout.shape
-
-    @property
-    def strides(self) -> tuple[int, int, int]:
-        """Byte strides of (rows, cols, channels)."""
-        return self.layout.strides
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.layout.dtype
-
-    @property
-    def encoding(self) -> str:
-        return self.layout.encoding
-
-    @property
     def memory(self) -> str:
         return self.handle.memory
-
-    def __dlpack__(self, **kwargs: Any) -> Any:
-        return self.array.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        return self.array.__dlpack_device__()
-
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
-        return self.array.__cuda_array_interface__
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self.memory != "host":
