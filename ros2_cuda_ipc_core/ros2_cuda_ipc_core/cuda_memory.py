@@ -10,6 +10,7 @@ worker thread drops the lease once it has fired.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import logging
@@ -17,7 +18,7 @@ import os
 import queue
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -49,7 +50,24 @@ def primary_context(device: int) -> Any:
     return check(cu.cuDevicePrimaryCtxRetain(check(cu.cuDeviceGet(device))))
 
 
+@contextlib.contextmanager
+def on_device(device: int) -> Iterator[None]:
+    """Run driver calls in ``device``'s primary context and leave the caller's current context as it was
+    (torch and cupy follow the thread's current context: reading from GPU 1 must not switch them to it)."""
+    cu = _driver()
+    ctx = primary_context(device)
+    if int(check(cu.cuCtxGetCurrent())) == int(ctx):
+        yield
+        return
+    check(cu.cuCtxPushCurrent(ctx))
+    try:
+        yield
+    finally:
+        cu.cuCtxPopCurrent()
+
+
 def make_current(device: int) -> None:
+    """For threads of our own only: make ``device``'s primary context current and leave it so."""
     cu = _driver()
     ctx = primary_context(device)
     if int(check(cu.cuCtxGetCurrent())) != int(ctx):
@@ -168,9 +186,9 @@ class _Releaser:
         return check(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING))
 
     def release_after(self, device: int, stream: int, release: Callable[[], None]) -> None:
-        make_current(device)
-        event = self._event(device)
-        check(_driver().cuEventRecord(event, stream))
+        with on_device(device):
+            event = self._event(device)
+            check(_driver().cuEventRecord(event, stream))
         self._jobs.put((device, event, release))
 
     def _run(self) -> None:
@@ -222,8 +240,11 @@ class CudaMemory(_CudaBlocks):
     readonly = False
 
     def __init__(self, byte_size: int, block_count: int, device: int) -> None:
+        with on_device(device):
+            self._allocate(byte_size, block_count, device)
+
+    def _allocate(self, byte_size: int, block_count: int, device: int) -> None:
         cu = _driver()
-        make_current(device)
         self.device = device
         step = granularity(device)
         block_size = -(-byte_size // step) * step
@@ -252,8 +273,8 @@ class CudaMemory(_CudaBlocks):
 
     def record_ready(self, block_id: int, stream: StreamLike) -> np.ndarray:
         """Record block ``block_id``'s ready event on the producer's ``stream``; its IPC handle goes in the descriptor."""
-        make_current(self.device)
-        check(_driver().cuEventRecord(self._events[block_id], stream_handle(stream)))
+        with on_device(self.device):
+            check(_driver().cuEventRecord(self._events[block_id], stream_handle(stream)))
         return self._event_handles[block_id]
 
     def ready_event(self, block_id: int) -> Any:
@@ -270,9 +291,12 @@ class ImportedCudaMemory(_CudaBlocks):
     """A reader's mapping of a pool's blocks (read-only where the driver allows), and its ready events."""
 
     def __init__(self, header: PoolHeader, fd: int, local: CudaMemory | None) -> None:
+        with on_device(header.device):
+            self._import(header, fd, local)
+
+    def _import(self, header: PoolHeader, fd: int, local: CudaMemory | None) -> None:
         cu = _driver()
         self.device = header.device
-        make_current(self.device)
         self.size = header.block_count * header.block_size
         self._block_size = header.block_size
         self._local = local
@@ -310,20 +334,20 @@ class ImportedCudaMemory(_CudaBlocks):
 
     def wait_ready(self, desc: Descriptor, stream: int) -> None:
         """Make ``stream`` wait for the producer's writes to the block; the host does not wait."""
-        make_current(self.device)
-        device = stream_device(stream)
-        if device is not None and device != self.device:
-            raise DeviceMismatchError(f"the stream is on CUDA device {device}, the block is on device {self.device}: "
-                                      "read it with a stream of the block's device")
-        _wait_unless_done(stream, self._ready_event(desc.block_id, desc.event_handle))
+        with on_device(self.device):
+            device = stream_device(stream)
+            if device is not None and device != self.device:
+                raise DeviceMismatchError(f"the stream is on CUDA device {device}, the block is on device "
+                                          f"{self.device}: read it with a stream of the block's device")
+            _wait_unless_done(stream, self._ready_event(desc.block_id, desc.event_handle))
 
     def _order_after(self, start: int) -> Callable[[int], None]:
         block_id = start // self._block_size
 
         def order_on(stream: int) -> None:
-            make_current(self.device)
             event = self._local.ready_event(block_id) if self._local is not None else self._events[block_id][1]
-            _wait_unless_done(stream, event)
+            with on_device(self.device):
+                _wait_unless_done(stream, event)
 
         return order_on
 

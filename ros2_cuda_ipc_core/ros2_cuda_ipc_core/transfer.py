@@ -27,14 +27,14 @@ def copy_rows(dst: int, dst_pitch: int, src: int, src_pitch: int, row_bytes: int
         return
     from cuda.bindings import driver as cu
 
-    from .cuda_memory import make_current
+    from .cuda_memory import on_device
 
-    make_current(cuda_device)
     copy = cu.CUDA_MEMCPY2D()
     copy.srcMemoryType = copy.dstMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_UNIFIED
     copy.srcDevice, copy.srcPitch = src, src_pitch
     copy.dstDevice, copy.dstPitch = dst, dst_pitch
     copy.WidthInBytes, copy.Height = row_bytes, rows
     handle = stream_handle(stream)
-    check(cu.cuMemcpy2DAsync(copy, handle))
-    check(cu.cuStreamSynchronize(handle))
+    with on_device(cuda_device):
+        check(cu.cuMemcpy2DAsync(copy, handle))
+        check(cu.cuStreamSynchronize(handle))

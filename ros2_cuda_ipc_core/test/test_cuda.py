@@ -180,8 +180,31 @@ def test_stream_forms_and_device_mismatch():
                        torch.cuda.current_stream().cuda_stream):
             reader.read(core, stream).close()
         if torch.cuda.device_count() > 1:
-            with pytest.raises(DeviceMismatchError):
+            with pytest.raises(DeviceMismatchError, match="device 1"):
                 reader.read(core, torch.cuda.Stream(device=1))
+            assert reader.stats()["leases_held"] == 0
+
+
+@pytest.mark.skipif(REASON is None and __import__("torch").cuda.device_count() < 2, reason="needs two GPUs")
+def test_pool_on_second_gpu():
+    import torch
+
+    torch.cuda.set_device(0)
+    with BlockManager(1 << 20, block_count=1, memory="cuda", device=1) as pool:
+        assert pool.device == 1 and torch.cuda.current_device() == 0  # our calls leave the caller's device alone
+        block = pool.acquire_for_publish()
+        with torch.cuda.device(1):
+            torch.from_dlpack(block.view((1 << 20,), np.uint8)).fill_(3)
+            core = block.prepare_publish(torch.cuda.current_stream(1))
+        assert core.device_id == 1
+        stream = torch.cuda.Stream(device=1)
+        with Reader().read(core, stream) as handle, torch.cuda.stream(stream):
+            seen = torch.from_dlpack(handle.view((1 << 20,), np.uint8))
+            assert seen.device == torch.device("cuda", 1) and int(seen.sum().item()) == 3 << 20
+            del seen
+        assert torch.cuda.current_device() == 0
+        with pytest.raises(DeviceMismatchError):
+            Reader().read(core, torch.cuda.Stream(device=0))
 
 
 def test_auto_picks_cuda_here():
