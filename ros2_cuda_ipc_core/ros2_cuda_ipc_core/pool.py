@@ -6,6 +6,7 @@ import contextlib
 import logging
 import mmap
 import os
+import threading
 import time
 import weakref
 from collections.abc import Iterable
@@ -16,7 +17,16 @@ from . import cuda_driver
 from .errors import Ros2CudaIpcError
 from .fd_server import FdServer
 from .host_memory import HostMemory
-from .layout import FIRST_BLOCK_BYTE, LIVENESS_BYTE, MEMORY_CUDA, MEMORY_HOST, MEMORY_NAMES, Metadata, PoolHeader
+from .layout import (
+    FIRST_BLOCK_BYTE,
+    LIVENESS_BYTE,
+    MEMORY_CUDA,
+    MEMORY_HOST,
+    MEMORY_NAMES,
+    BlockRecord,
+    Metadata,
+    PoolHeader,
+)
 from .leases import LeaseFile, reopen
 from .memfd import create_sealed, map_fd
 from .publish_block import PublishBlock
@@ -66,6 +76,7 @@ class BlockManager:
         self.reuse_delay = reuse_delay
         self.counters = Counters("published", "cancelled", "acquire_misses", "fd_handouts", "refused_peers")
         self._closed = False
+        self._lock = threading.Lock()  # acquire and publish may come from several executor threads
         self._borrowed: set[int] = set()
         self._next_uid = 1
         if socket_dir is None:
@@ -139,6 +150,10 @@ class BlockManager:
         return block
 
     def _try_acquire(self) -> PublishBlock | None:
+        with self._lock:
+            return self._try_acquire_locked()
+
+    def _try_acquire_locked(self) -> PublishBlock | None:
         now = time.monotonic_ns()
         delay_ns = int(self.reuse_delay * 1e9)
         for block_id in sorted(range(self.block_count), key=self._published_ns.__getitem__):
@@ -154,12 +169,11 @@ class BlockManager:
 
     def _finish(self, block_id: int, uid: int, published_ns: int, byte_size: int) -> None:
         """Called by PublishBlock: record the publication (or cancellation) and drop the write lock."""
-        from .layout import BlockRecord
-
-        self.metadata.write_record(block_id, BlockRecord(uid, published_ns, byte_size))
-        self._published_ns[block_id] = published_ns
-        self._borrowed.discard(block_id)
-        self.leases.release(FIRST_BLOCK_BYTE + block_id)
+        with self._lock:
+            self.metadata.write_record(block_id, BlockRecord(uid, published_ns, byte_size))
+            self._published_ns[block_id] = published_ns
+            self._borrowed.discard(block_id)
+            self.leases.release(FIRST_BLOCK_BYTE + block_id)
         self.counters.add("published" if published_ns else "cancelled")
 
     # --- observability and lifetime -------------------------------------------------------------
@@ -176,9 +190,10 @@ class BlockManager:
 
     def close(self) -> None:
         """Stop serving fds and release this process's resources; readers' mappings stay valid."""
-        if self._closed:
-            return
-        self._closed = True
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
         local_pools.pop(self.pool_id, None)
         self._server.close()
         self.leases.close()  # drops the liveness lock: readers' next reads see the pool gone

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
@@ -35,6 +36,7 @@ class Reader:
         self.max_pools = max_pools
         self.connect_timeout = connect_timeout
         self._pools: OrderedDict[bytes, ImportedPool] = OrderedDict()
+        self._lock = threading.RLock()  # the cache, for multi-threaded executors; leases have their own lock
         self.counters = Counters("reads", "stale_drops", "invalid_descriptors", "unavailable", "imports",
                                  "same_process_reads", "evictions")
 
@@ -75,6 +77,10 @@ class Reader:
         return ReadHandle(pool, desc, handle_stream)
 
     def _pool_for(self, desc: Descriptor) -> ImportedPool:
+        with self._lock:
+            return self._pool_for_locked(desc)
+
+    def _pool_for_locked(self, desc: Descriptor) -> ImportedPool:
         pool = self._pools.get(desc.pool_id)
         if pool is not None:
             self._pools.move_to_end(desc.pool_id)
@@ -110,20 +116,23 @@ class Reader:
 
     def _forget(self, pool_id: bytes) -> None:
         """Drop a pool from the cache; it closes once the last handle on it is gone."""
-        if self._pools.pop(pool_id, None) is not None:
-            self.counters.add("evictions")
+        with self._lock:
+            if self._pools.pop(pool_id, None) is not None:
+                self.counters.add("evictions")
 
     def stats(self) -> dict[str, int]:
         """Counters (reads, stale_drops, invalid_descriptors, unavailable, imports, same_process_reads, evictions)
         and gauges (pools_cached, leases_held)."""
         stats = self.counters.snapshot()
-        stats["pools_cached"] = len(self._pools)
-        stats["leases_held"] = sum(pool.leases_held for pool in self._pools.values())
+        with self._lock:
+            stats["pools_cached"] = len(self._pools)
+            stats["leases_held"] = sum(pool.leases_held for pool in self._pools.values())
         return stats
 
     def close(self) -> None:
         """Forget every pool; handles still open keep theirs until they close."""
-        self._pools.clear()
+        with self._lock:
+            self._pools.clear()
 
     def __enter__(self) -> Reader:
         return self

@@ -235,3 +235,30 @@ def test_bad_arguments():
         BlockManager(10, memory="gpu")
     with pytest.raises(ValueError):
         BlockManager(10, reuse_delay=-1)
+
+
+def test_concurrent_publishers_and_readers_share_a_pool_safely():
+    """rclpy's MultiThreadedExecutor may publish and read from several threads at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with BlockManager(4096, block_count=8, memory="host", reuse_delay=0) as pool:
+        reader = Reader()
+        seen_uids = []
+
+        def publish_and_read(value):
+            block = pool.acquire_for_publish(timeout=2.0)
+            assert block is not None
+            block.view((4096,), np.uint8)[:] = value
+            core = block.prepare_publish()
+            seen_uids.append(core.uid)
+            try:
+                with reader.read(core) as handle:
+                    return int(handle.view((4096,), np.uint8)[0]) == value
+            except StaleDescriptorError:
+                return True  # another thread reused the block first: legal, and detected
+
+        with ThreadPoolExecutor(8) as threads:
+            results = list(threads.map(publish_and_read, [i % 256 for i in range(400)]))
+        assert all(results)
+        assert len(set(seen_uids)) == 400  # every publication got its own uid
+        assert pool.stats()["published"] == 400 and reader.stats()["leases_held"] == 0

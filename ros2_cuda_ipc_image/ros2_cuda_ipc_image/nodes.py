@@ -31,6 +31,11 @@ class GpuToImage(Node):
         self._last = 0.0
         self._out = self.create_publisher(Image, "image", 10)
         self.create_subscription(GpuImage, "gpu_image", self._on_image, 10)
+        self.create_timer(float(self.declare_parameter("stats_period", 10.0).value), self._log_stats)
+
+    def _log_stats(self) -> None:
+        self.get_logger().info(f"converted {self.converted}, skipped {self.skipped}, dropped {self.dropped}; "
+                               f"reader {self.reader.stats()}")
 
     def _on_image(self, msg: GpuImage) -> None:
         now = time.monotonic()
@@ -59,6 +64,11 @@ class ImageToGpu(Node):
         self.publisher: ImagePublisher | None = None
         self.dropped = 0
         self.create_subscription(Image, "image", self._on_image, 10)
+        self.create_timer(float(self.declare_parameter("stats_period", 10.0).value), self._log_stats)
+
+    def _log_stats(self) -> None:
+        if self.publisher is not None:
+            self.get_logger().info(f"dropped {self.dropped}; pool {self.publisher.pool.stats()}")
 
     def _on_image(self, msg: Image) -> None:
         geometry = (msg.height, msg.width, msg.encoding, msg.step)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ros2_cuda_ipc_core import Reader
+from ros2_cuda_ipc_core import InvalidDescriptorError, Reader
 from ros2_cuda_ipc_core.streams import StreamLike, stream_handle
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
@@ -20,7 +20,11 @@ class ImageReader:
 
     def read(self, msg: GpuImage, stream: StreamLike = None) -> ImageView:
         """Validate the image metadata (before any lease), then lease and view it, ordered on ``stream``."""
-        layout = ImageLayout.from_message(msg)
+        try:
+            layout = ImageLayout.from_message(msg)
+        except InvalidDescriptorError:
+            self.reader.counters.add("invalid_descriptors")
+            raise
         handle = self.reader.read(msg.core, stream)
         try:
             return ImageView(handle, layout, msg.header, stream_handle(stream))

@@ -53,6 +53,7 @@ def test_each_invalid_field_raises_and_takes_no_lease(published, change, needle)
     with pytest.raises(InvalidDescriptorError, match=needle):
         reader.read(altered(msg, **change))
     assert reader.stats()["leases_held"] == 0 and reader.stats()["reads"] == 0
+    assert reader.stats()["invalid_descriptors"] == 1
     assert pub.pool.stats()["blocks_held_by_readers"] == 0
 
 
