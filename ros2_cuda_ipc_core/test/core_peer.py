@@ -93,7 +93,8 @@ def flow_controlled_publisher(pool: BlockManager, count: int, subscribers: int, 
     node = rclpy.create_node(f"{prefix}_publisher")
     pub = node.create_publisher(BufferCore, f"{prefix}_blocks", _qos())
     gate = AckGate(node, f"{prefix}_acks")
-    gate.wait_for_subscribers(subscribers)
+    if not gate.wait_for_subscribers(subscribers):
+        raise SystemExit(f"only {sorted(gate.acked)} of {subscribers} subscribers appeared within 60 s (DDS discovery)")
     facts: dict = {"message_bytes": set(), "extra": {}}
     for seq in range(count):
         gate.wait_until_within(seq, pool.block_count)

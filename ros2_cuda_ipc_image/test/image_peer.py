@@ -28,7 +28,8 @@ def publisher(count: int) -> None:
                          row_alignment=ROW_ALIGNMENT, memory="host", block_count=4, qos=100)
     pub.pool.reuse_delay = 0
     base = base_pattern()
-    gate.wait_for_subscribers(1)
+    if not gate.wait_for_subscribers(1):
+        raise SystemExit("the reader did not appear within 60 s (DDS discovery)")
     for seq in range(count):
         gate.wait_until_within(seq, pub.pool.block_count)
         frame = pub.borrow(timeout=5.0)
