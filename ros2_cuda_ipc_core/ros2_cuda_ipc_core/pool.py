@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
+
 from . import cuda_driver
 from .errors import Ros2CudaIpcError
 from .fd_server import FdServer
@@ -73,6 +75,8 @@ class BlockManager:
             raise ValueError(f"reuse_delay must be >= 0 seconds, got {reuse_delay}")
         kind = choose_memory(memory, device)
         self.pool_id = os.urandom(16)
+        self.publisher_pid = os.getpid()  # per pool, not per message: getpid() is a syscall
+        self.pool_id_array = np.frombuffer(self.pool_id, dtype=np.uint8)  # shared by every descriptor, never written
         self.reuse_delay = reuse_delay
         self.counters = Counters("published", "cancelled", "acquire_misses", "fd_handouts", "refused_peers")
         self._closed = False

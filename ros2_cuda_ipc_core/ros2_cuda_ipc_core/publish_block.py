@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from ros2_cuda_ipc_msgs.msg import BufferCore
 
@@ -69,10 +66,10 @@ class PublishBlock:
         pool._finish(self.block_id, self.uid, time.monotonic_ns(), size)
         core = BufferCore()
         core.socket_path = pool.socket_path
-        core.pool_id = np.frombuffer(pool.pool_id, dtype=np.uint8)
+        core.pool_id = pool.pool_id_array
         core.block_id = self.block_id
         core.uid = self.uid
-        core.publisher_pid = os.getpid()
+        core.publisher_pid = pool.publisher_pid
         core.memory = pool.header.memory
         core.device_id = pool.header.device
         core.event_handle = event_handle
