@@ -56,7 +56,12 @@ def on_device(device: int) -> Iterator[None]:
     (torch and cupy follow the thread's current context: reading from GPU 1 must not switch them to it)."""
     cu = _driver()
     ctx = primary_context(device)
-    if int(check(cu.cuCtxGetCurrent())) == int(ctx):
+    current = int(check(cu.cuCtxGetCurrent()))
+    if current == int(ctx):
+        yield
+        return
+    if current == 0 and device == 0:  # what the runtime would make current itself: keep it, skip push/pop
+        check(cu.cuCtxSetCurrent(ctx))
         yield
         return
     check(cu.cuCtxPushCurrent(ctx))
