@@ -13,7 +13,7 @@ from typing import Any
 from .errors import CudaUnavailableError
 
 
-def _check(result: Any) -> Any:
+def check(result: Any) -> Any:
     """Unwrap a ``cuda.bindings`` ``(CUresult, *values)`` tuple, raising on an error code."""
     err, *values = result
     if int(err) != 0:
@@ -32,8 +32,8 @@ def unavailable_reason(device: int = 0) -> str | None:
     except ImportError as exc:
         return f"cuda-python is not installed ({exc}); pip install cuda-bindings cuda-core"
     try:
-        _check(driver.cuInit(0))
-        count = _check(driver.cuDeviceGetCount())
+        check(driver.cuInit(0))
+        count = check(driver.cuDeviceGetCount())
     except (RuntimeError, CudaUnavailableError) as exc:
         return f"no usable CUDA driver ({exc})"
     if device >= count:
@@ -46,5 +46,3 @@ def require_cuda(device: int) -> None:
     if reason is not None:
         raise CudaUnavailableError(reason)
 
-
-check = _check

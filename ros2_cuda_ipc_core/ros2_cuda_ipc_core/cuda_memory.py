@@ -360,8 +360,6 @@ class ImportedCudaMemory(_CudaBlocks):
         """Drop the lease once the consumer's work queued on ``stream`` so far has finished."""
         releaser().release_after(self.device, stream, release)
 
-    def close(self) -> None:
-        """Nothing to do at once: the mapping goes with the last view of it (see the finalizer)."""
 
 
 def import_cuda_memory(header: PoolHeader, fd: int, local_pool: BlockManager | None) -> ImportedCudaMemory:

@@ -100,11 +100,6 @@ class ImportedPool:
     def leases_held(self) -> int:
         return sum(1 for count in self._counts if count)
 
-    def close(self) -> None:
-        """Drop the lease file (and with it every lock of this process on the pool)."""
-        self._finalizer()
-        self.metadata.close()
-        self.memory.close()
 
 
 def close_fds(fds: list[int]) -> None:

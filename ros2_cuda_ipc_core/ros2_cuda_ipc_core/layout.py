@@ -88,9 +88,6 @@ class Metadata:
     def uid(self, block_id: int) -> int:
         return _RECORD.unpack_from(self._map, _HEADER.size + block_id * _RECORD.size)[0]
 
-    def record(self, block_id: int) -> BlockRecord:
-        return BlockRecord(*_RECORD.unpack_from(self._map, _HEADER.size + block_id * _RECORD.size))
-
     def write_record(self, block_id: int, record: BlockRecord) -> None:
         _RECORD.pack_into(self._map, _HEADER.size + block_id * _RECORD.size,
                           record.uid, record.published_ns, record.byte_size)

@@ -50,9 +50,9 @@ class LeaseFile:
     def release(self, byte: int) -> None:
         self._set(fcntl.F_UNLCK, byte)
 
-    def held_by_others(self, byte: int, exclusive: bool = True) -> bool:
-        """Whether another open file description holds a lock that would block ours (F_OFD_GETLK)."""
-        probe = _FLOCK.pack(fcntl.F_WRLCK if exclusive else fcntl.F_RDLCK, os.SEEK_SET, byte, 1, 0)
+    def held_by_others(self, byte: int) -> bool:
+        """Whether another open file description holds any lock on ``byte`` (F_OFD_GETLK)."""
+        probe = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, byte, 1, 0)
         kind = _FLOCK.unpack(fcntl.fcntl(self.fd, fcntl.F_OFD_GETLK, probe))[0]
         return kind != fcntl.F_UNLCK
 
