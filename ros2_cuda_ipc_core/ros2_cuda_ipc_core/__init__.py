@@ -17,6 +17,7 @@ from .pool import BlockManager
 from .publish_block import PublishBlock
 from .read_handle import ReadHandle
 from .reader import Reader
+from .shutdown import run_nodes, run_tool
 
 __all__ = [
     "BlockManager",
@@ -29,4 +30,6 @@ __all__ = [
     "Reader",
     "Ros2CudaIpcError",
     "StaleDescriptorError",
+    "run_nodes",
+    "run_tool",
 ]

@@ -12,7 +12,7 @@ from typing import Any
 from rclpy.node import Node
 from sensor_msgs.msg import Image
 
-from ros2_cuda_ipc_core import Ros2CudaIpcError
+from ros2_cuda_ipc_core import Ros2CudaIpcError, run_nodes
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
 from .bridge import publish_image_msg, to_image_msg
@@ -87,23 +87,9 @@ class ImageToGpu(Node):
             self.get_logger().warning(f"image dropped: {exc}", throttle_duration_sec=5.0)
 
 
-def _spin(node_type: type[Node]) -> None:
-    import rclpy
-
-    rclpy.init()
-    node = node_type()
-    try:
-        rclpy.spin(node)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-
-
 def gpu_to_image_main() -> None:
-    _spin(GpuToImage)
+    raise SystemExit(run_nodes(lambda: [GpuToImage()]))
 
 
 def image_to_gpu_main() -> None:
-    _spin(ImageToGpu)
+    raise SystemExit(run_nodes(lambda: [ImageToGpu()]))

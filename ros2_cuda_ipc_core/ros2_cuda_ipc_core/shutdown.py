@@ -1,0 +1,80 @@
+"""Clean ends for nodes and tools: Ctrl-C or SIGTERM stops them with exit code 0 and no traceback.
+
+rclpy turns SIGINT and SIGTERM into a context shutdown, which surfaces as
+``KeyboardInterrupt`` or ``ExternalShutdownException`` depending on where the
+signal lands; a user who presses Ctrl-C asked for a stop, not for an error.
+Every executable of the workspace goes through :func:`run_nodes` (nodes) or
+:func:`run_tool` (plain command-line tools).
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rclpy.executors import Executor
+    from rclpy.node import Node
+
+__all__ = ["run_nodes", "run_tool", "stop_signals_interrupt"]
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+@contextmanager
+def stop_signals_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises ``KeyboardInterrupt`` like SIGINT does (main thread only)."""
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stop_exceptions() -> tuple[type[BaseException], ...]:
+    try:
+        from rclpy.executors import ExternalShutdownException
+    except ImportError:  # no rclpy: a plain tool
+        return (KeyboardInterrupt,)
+    return (KeyboardInterrupt, ExternalShutdownException)
+
+
+def run_tool(main: Callable[[], int | None]) -> int:
+    """Run a command-line tool's ``main``; SIGINT / SIGTERM end it with exit code 0 and no traceback."""
+    try:
+        with stop_signals_interrupt():
+            return int(main() or 0)
+    except _stop_exceptions():
+        return 0
+
+
+def run_nodes(make_nodes: Callable[[], Sequence[Node]], *, args: list[str] | None = None,
+              executor: Executor | None = None) -> int:
+    """``rclpy.init``, spin the nodes ``make_nodes`` returns until SIGINT / SIGTERM, then tear down; returns 0.
+
+    ``args`` are the command line (``--ros-args`` remappings and parameters apply to every node).
+    """
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    rclpy.init(args=args)
+    nodes: list[Node] = []
+    spinner = executor or SingleThreadedExecutor()
+    try:
+        nodes = list(make_nodes())
+        for node in nodes:
+            spinner.add_node(node)
+        spinner.spin()
+    except _stop_exceptions():
+        pass
+    finally:
+        spinner.shutdown(timeout_sec=1.0)
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
