@@ -6,6 +6,7 @@ turns the descriptor back into a leased, read-only view of the very same memory.
 """
 
 from .errors import (
+    CudaDriverError,
     CudaUnavailableError,
     DeviceMismatchError,
     InvalidDescriptorError,
@@ -21,6 +22,7 @@ from .shutdown import run_nodes, run_tool
 
 __all__ = [
     "BlockManager",
+    "CudaDriverError",
     "CudaUnavailableError",
     "DeviceMismatchError",
     "InvalidDescriptorError",

@@ -1,31 +1,37 @@
-"""CUDA blocks: one exportable VMM allocation per pool, ready events per block, stream-ordered reads.
+"""CUDA memory classes: a publisher's exportable blocks with their ready events, and a reader's import.
 
 Publisher: ``cuMemCreate`` with the POSIX-fd handle type, mapped read-write, exported once as an
 fd that the pool's FD server hands out; one interprocess event per block, recorded on the
 producer's stream at publish.  Reader: ``cuMemImportFromShareableHandle``, mapped read-only where
 the driver allows it, IPC events opened once per block; a read enqueues ``cuStreamWaitEvent`` on
-the consumer's stream and never blocks the host; a release records a completion event and a
-worker thread drops the lease once it has fired.
+the consumer's stream and never blocks the host; a release hands the lease to the releaser.
+The driver calls themselves live in ``cuda_context``, ``cuda_vmm`` and ``cuda_releaser``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import functools
-import logging
 import os
-import queue
-import threading
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .cuda_array import CudaArray
-from .cuda_driver import check, require_cuda
-from .errors import CudaUnavailableError, DeviceMismatchError, InvalidDescriptorError
+from .cuda_context import driver, on_device
+from .cuda_driver import driver_call, require_cuda
+from .cuda_releaser import releaser
+from .cuda_vmm import (
+    allocation_prop,
+    event_handle_bytes,
+    granularity,
+    map_memory,
+    open_event_handle,
+    stream_device,
+    unmap_memory,
+    wait_unless_done,
+)
+from .errors import CudaDriverError, DeviceMismatchError, InvalidDescriptorError
 from .layout import MEMORY_CUDA, PoolHeader
 from .streams import StreamLike, stream_handle
 
@@ -33,185 +39,19 @@ if TYPE_CHECKING:
     from .descriptor import Descriptor
     from .pool import BlockManager
 
-log = logging.getLogger("ros2_cuda_ipc")
-
-
-def _driver() -> Any:
-    from cuda.bindings import driver
-
-    return driver
-
-
-@functools.cache
-def primary_context(device: int) -> Any:
-    """The device's primary context (the one torch, cupy and cuda.core use), retained for the process."""
-    require_cuda(device)
-    cu = _driver()
-    return check(cu.cuDevicePrimaryCtxRetain(check(cu.cuDeviceGet(device))))
-
-
-@contextlib.contextmanager
-def on_device(device: int) -> Iterator[None]:
-    """Run driver calls in ``device``'s primary context and leave the caller's current context as it was
-    (torch and cupy follow the thread's current context: reading from GPU 1 must not switch them to it)."""
-    cu = _driver()
-    ctx = primary_context(device)
-    current = int(check(cu.cuCtxGetCurrent()))
-    if current == int(ctx):
-        yield
-        return
-    if current == 0 and device == 0:  # what the runtime would make current itself: keep it, skip push/pop
-        check(cu.cuCtxSetCurrent(ctx))
-        yield
-        return
-    check(cu.cuCtxPushCurrent(ctx))
-    try:
-        yield
-    finally:
-        cu.cuCtxPopCurrent()
-
-
-def make_current(device: int) -> None:
-    """For threads of our own only: make ``device``'s primary context current and leave it so."""
-    cu = _driver()
-    ctx = primary_context(device)
-    if int(check(cu.cuCtxGetCurrent())) != int(ctx):
-        check(cu.cuCtxSetCurrent(ctx))
-
-
-def _allocation_prop(device: int) -> Any:
-    cu = _driver()
-    prop = cu.CUmemAllocationProp()
-    prop.type = cu.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
-    prop.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
-    prop.location.id = device
-    prop.requestedHandleTypes = cu.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-    return prop
-
-
-@functools.cache
-def granularity(device: int) -> int:
-    """VMM allocation granularity of ``device`` (2 MiB on current GPUs)."""
-    cu = _driver()
-    flag = cu.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM
-    return int(check(cu.cuMemGetAllocationGranularity(_allocation_prop(device), flag)))
-
-
-def _map(handle: Any, size: int, device: int, read_only: bool) -> tuple[int, bool]:
-    """Reserve, map and grant access; returns (address, whether read-only is enforced by the driver)."""
-    cu = _driver()
-    ptr = check(cu.cuMemAddressReserve(size, granularity(device), 0, 0))
-    try:
-        check(cu.cuMemMap(ptr, size, 0, handle, 0))
-    except BaseException:
-        cu.cuMemAddressFree(ptr, size)
-        raise
-    access = cu.CUmemAccessDesc()
-    access.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
-    access.location.id = device
-    enforced = False
-    if read_only:
-        access.flags = cu.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READ
-        enforced = int(cu.cuMemSetAccess(ptr, size, [access], 1)[0]) == 0
-        if not enforced:
-            log.info("CUDA device %d cannot map read-only; reader views are flagged read-only instead", device)
-    if not enforced:
-        access.flags = cu.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
-        try:
-            check(cu.cuMemSetAccess(ptr, size, [access], 1))
-        except BaseException:
-            _unmap(int(ptr), size)
-            raise
-    return int(ptr), enforced
-
-
-def _unmap(ptr: int, size: int) -> None:
-    cu = _driver()
-    cu.cuMemUnmap(ptr, size)
-    cu.cuMemAddressFree(ptr, size)
-
-
-def event_handle_bytes(event: Any) -> bytes:
-    handle = check(_driver().cuIpcGetEventHandle(event))
-    return ctypes.string_at(int(handle.getPtr()), 64)
-
-
-def open_event_handle(data: bytes) -> Any:
-    cu = _driver()
-    handle = cu.CUipcEventHandle()
-    ctypes.memmove(int(handle.getPtr()), data, 64)
-    return check(cu.cuIpcOpenEventHandle(handle))
-
-
-def _wait_unless_done(stream: int, event: Any) -> None:
-    """Order ``stream`` after ``event``; an event that has already fired needs no GPU-side wait at all."""
-    cu = _driver()
-    if cu.cuEventQuery(event)[0] != cu.CUresult.CUDA_SUCCESS:
-        check(cu.cuStreamWaitEvent(stream, event, 0))
-
-
-def stream_device(stream: int) -> int | None:
-    """The device a stream belongs to; None for the default streams (they follow the current context)."""
-    if stream in (0, 1, 2):
-        return None
-    cu = _driver()
-    return int(check(cu.cuStreamGetDevice(stream)))
-
 
 def _free_cuda(handle: Any, events: list[Any], mapping: tuple[int, int]) -> None:
-    cu = _driver()
+    cu = driver()
     for event in events:
         cu.cuEventDestroy(event)
-    _unmap(*mapping)
+    unmap_memory(*mapping)
     cu.cuMemRelease(handle)  # readers' imports keep the physical memory alive
 
 
 def _free_import(events: dict[int, tuple[bytes, Any]], mapping: tuple[int, int]) -> None:
     for _, event in events.values():
-        _driver().cuEventDestroy(event)
-    _unmap(*mapping)
-
-
-class _Releaser:
-    """One worker thread that drops leases once their completion events fire (the wait runs without the GIL)."""
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[int, Any, Callable[[], None]]] = queue.SimpleQueue()
-        self._free: dict[int, list[Any]] = {}
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name="ros2_cuda_ipc lease releaser", daemon=True)
-        self._thread.start()
-
-    def _event(self, device: int) -> Any:
-        with self._lock:
-            pool = self._free.setdefault(device, [])
-            if pool:
-                return pool.pop()
-        cu = _driver()
-        return check(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING))
-
-    def release_after(self, device: int, stream: int, release: Callable[[], None]) -> None:
-        with on_device(device):
-            event = self._event(device)
-            check(_driver().cuEventRecord(event, stream))
-        self._jobs.put((device, event, release))
-
-    def _run(self) -> None:
-        cu = _driver()
-        while True:
-            device, event, release = self._jobs.get()
-            try:
-                make_current(device)
-                cu.cuEventSynchronize(event)  # cuda.bindings releases the GIL around driver calls
-            finally:
-                release()
-                with self._lock:
-                    self._free.setdefault(device, []).append(event)
-
-
-@functools.cache
-def releaser() -> _Releaser:
-    return _Releaser()
+        driver().cuEventDestroy(event)
+    unmap_memory(*mapping)
 
 
 class _CudaBlocks:
@@ -249,16 +89,16 @@ class CudaMemory(_CudaBlocks):
             self._allocate(byte_size, block_count, device)
 
     def _allocate(self, byte_size: int, block_count: int, device: int) -> None:
-        cu = _driver()
+        cu = driver()
         self.device = device
         step = granularity(device)
         block_size = -(-byte_size // step) * step
         self.size = block_size * block_count
         self.fd = -1
-        self._handle = check(cu.cuMemCreate(self.size, _allocation_prop(device), 0))
+        self._handle = driver_call(cu.cuMemCreate, self.size, allocation_prop(device), 0)
         self._events: list[Any] = []
         try:
-            self.base_address, _ = _map(self._handle, self.size, device, read_only=False)
+            self.base_address, _ = map_memory(self._handle, self.size, device, read_only=False)
         except BaseException:
             cu.cuMemRelease(self._handle)
             raise
@@ -266,10 +106,10 @@ class CudaMemory(_CudaBlocks):
         self._finalizer = weakref.finalize(self, _free_cuda, self._handle, self._events, (self.base_address, self.size))
         try:
             pos_fd = cu.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-            self.fd = int(check(cu.cuMemExportToShareableHandle(self._handle, pos_fd, 0)))
+            self.fd = int(driver_call(cu.cuMemExportToShareableHandle, self._handle, pos_fd, 0))
             flags = cu.CUevent_flags.CU_EVENT_INTERPROCESS | cu.CUevent_flags.CU_EVENT_DISABLE_TIMING
             for _ in range(block_count):
-                self._events.append(check(cu.cuEventCreate(flags)))
+                self._events.append(driver_call(cu.cuEventCreate, flags))
             self._event_handles = [np.frombuffer(event_handle_bytes(e), dtype=np.uint8) for e in self._events]
         except BaseException:
             self.close()
@@ -279,7 +119,7 @@ class CudaMemory(_CudaBlocks):
     def record_ready(self, block_id: int, stream: StreamLike) -> np.ndarray:
         """Record block ``block_id``'s ready event on the producer's ``stream``; its IPC handle goes in the descriptor."""
         with on_device(self.device):
-            check(_driver().cuEventRecord(self._events[block_id], stream_handle(stream)))
+            driver_call(driver().cuEventRecord, self._events[block_id], stream_handle(stream))
         return self._event_handles[block_id]
 
     def ready_event(self, block_id: int) -> Any:
@@ -300,21 +140,21 @@ class ImportedCudaMemory(_CudaBlocks):
             self._import(header, fd, local)
 
     def _import(self, header: PoolHeader, fd: int, local: CudaMemory | None) -> None:
-        cu = _driver()
+        cu = driver()
         self.device = header.device
         self.size = header.block_count * header.block_size
         self._block_size = header.block_size
         self._local = local
         if local is not None:  # same process: map the pool's own allocation again, read-only
-            self.base_address, enforced = _map(local._handle, self.size, self.device, read_only=True)
+            self.base_address, enforced = map_memory(local._handle, self.size, self.device, read_only=True)
         else:
             pos_fd = cu.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
             try:
-                handle = check(cu.cuMemImportFromShareableHandle(fd, pos_fd))
-            except CudaUnavailableError as exc:
+                handle = driver_call(cu.cuMemImportFromShareableHandle, fd, pos_fd)
+            except CudaDriverError as exc:
                 raise InvalidDescriptorError(f"the pool's block memory could not be imported: {exc}") from None
             try:
-                self.base_address, enforced = _map(handle, self.size, self.device, read_only=True)
+                self.base_address, enforced = map_memory(handle, self.size, self.device, read_only=True)
             finally:
                 cu.cuMemRelease(handle)  # the mapping holds the memory from here on
         self.readonly = True
@@ -330,10 +170,10 @@ class ImportedCudaMemory(_CudaBlocks):
             return cached[1]
         try:
             event = open_event_handle(handle)
-        except CudaUnavailableError as exc:
+        except CudaDriverError as exc:
             raise InvalidDescriptorError(f"event_handle of block {block_id} does not open: {exc}") from None
         if cached is not None:
-            _driver().cuEventDestroy(cached[1])
+            driver().cuEventDestroy(cached[1])
         self._events[block_id] = (handle, event)
         return event
 
@@ -344,7 +184,7 @@ class ImportedCudaMemory(_CudaBlocks):
             if device is not None and device != self.device:
                 raise DeviceMismatchError(f"the stream is on CUDA device {device}, the block is on device "
                                           f"{self.device}: read it with a stream of the block's device")
-            _wait_unless_done(stream, self._ready_event(desc.block_id, desc.event_handle))
+            wait_unless_done(stream, self._ready_event(desc.block_id, desc.event_handle))
 
     def _order_after(self, start: int) -> Callable[[int], None]:
         block_id = start // self._block_size
@@ -352,14 +192,13 @@ class ImportedCudaMemory(_CudaBlocks):
         def order_on(stream: int) -> None:
             event = self._local.ready_event(block_id) if self._local is not None else self._events[block_id][1]
             with on_device(self.device):
-                _wait_unless_done(stream, event)
+                wait_unless_done(stream, event)
 
         return order_on
 
     def release_after(self, stream: int, release: Callable[[], None]) -> None:
         """Drop the lease once the consumer's work queued on ``stream`` so far has finished."""
         releaser().release_after(self.device, stream, release)
-
 
 
 def import_cuda_memory(header: PoolHeader, fd: int, local_pool: BlockManager | None) -> ImportedCudaMemory:

@@ -23,5 +23,18 @@ class CudaUnavailableError(Ros2CudaIpcError):
     """CUDA memory was asked for, but no usable driver or device is here."""
 
 
+class CudaDriverError(Ros2CudaIpcError):
+    """A CUDA driver call failed although a driver and device are here; names the call and its ``CUresult``."""
+
+    def __init__(self, call: str, result: int, result_name: str) -> None:
+        super().__init__(f"CUDA driver call {call} failed: {result_name} ({result})")
+        self.call = call
+        self.result = result
+        self.result_name = result_name
+
+    def __reduce__(self) -> tuple[type, tuple[str, int, str]]:  # picklable across processes
+        return (type(self), (self.call, self.result, self.result_name))
+
+
 class DeviceMismatchError(Ros2CudaIpcError, ValueError):
     """A stream (or tensor) lives on another device than the block."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ctypes
 
-from .cuda_driver import check
+from .cuda_driver import driver_call
 from .streams import StreamLike, stream_handle
 
 
@@ -27,7 +27,7 @@ def copy_rows(dst: int, dst_pitch: int, src: int, src_pitch: int, row_bytes: int
         return
     from cuda.bindings import driver as cu
 
-    from .cuda_memory import on_device
+    from .cuda_context import on_device
 
     copy = cu.CUDA_MEMCPY2D()
     copy.srcMemoryType = copy.dstMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_UNIFIED
@@ -36,5 +36,5 @@ def copy_rows(dst: int, dst_pitch: int, src: int, src_pitch: int, row_bytes: int
     copy.WidthInBytes, copy.Height = row_bytes, rows
     handle = stream_handle(stream)
     with on_device(cuda_device):
-        check(cu.cuMemcpy2DAsync(copy, handle))
-        check(cu.cuStreamSynchronize(handle))
+        driver_call(cu.cuMemcpy2DAsync, copy, handle)
+        driver_call(cu.cuStreamSynchronize, handle)

@@ -14,7 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ros2_cuda_ipc_core import BlockManager, DeviceMismatchError, PoolUnavailableError, Reader, StaleDescriptorError
+from ros2_cuda_ipc_core import (
+    BlockManager,
+    CudaDriverError,
+    DeviceMismatchError,
+    PoolUnavailableError,
+    Reader,
+    StaleDescriptorError,
+)
 from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
 
 REASON = unavailable_reason(0)
@@ -210,3 +217,9 @@ def test_pool_on_second_gpu():
 def test_auto_picks_cuda_here():
     with BlockManager(4096, block_count=1, memory="auto") as pool:
         assert pool.memory == "cuda" and pool.block_size == 2 << 20
+
+
+def test_failing_driver_call_is_named():
+    with pytest.raises(CudaDriverError, match="cuMemCreate") as info:
+        BlockManager(1 << 44, block_count=4, memory="cuda")  # 64 TiB: no GPU has it
+    assert info.value.call == "cuMemCreate" and info.value.result_name.startswith("CUDA_ERROR_")
