@@ -11,6 +11,7 @@ The driver calls themselves live in ``cuda_context``, ``cuda_vmm`` and ``cuda_re
 from __future__ import annotations
 
 import os
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -31,37 +32,81 @@ from .cuda_vmm import (
     unmap_memory,
     wait_unless_done,
 )
-from .errors import CudaDriverError, DeviceMismatchError, InvalidDescriptorError
+from .errors import CudaDriverError, DeviceMismatchError, InvalidDescriptorError, Ros2CudaIpcError
 from .layout import MEMORY_CUDA, PoolHeader
 from .streams import StreamLike, stream_handle
 
 if TYPE_CHECKING:
     from .descriptor import Descriptor
-    from .pool import BlockManager
 
 
-def _free_cuda(handle: Any, events: list[Any], mapping: tuple[int, int]) -> None:
+def _free_cuda(device: int, handle: Any, events: list[Any], mapping: tuple[int, int]) -> None:
+    """Give a publisher's allocation back: wait for the work published on it, then events, mapping, handle."""
     cu = driver()
-    for event in events:
-        cu.cuEventDestroy(event)
-    unmap_memory(*mapping)
-    cu.cuMemRelease(handle)  # readers' imports keep the physical memory alive
+    with on_device(device):
+        for event in events:
+            cu.cuEventSynchronize(event)  # the last publication's writes may still be queued
+            cu.cuEventDestroy(event)
+        unmap_memory(*mapping)
+        cu.cuMemRelease(handle)  # readers' imports keep the physical memory alive
 
 
-def _free_import(events: dict[int, tuple[bytes, Any]], mapping: tuple[int, int]) -> None:
-    for _, event in events.values():
-        driver().cuEventDestroy(event)
-    unmap_memory(*mapping)
+def _free_import(device: int, events: dict[int, tuple[bytes, Any]], mapping: tuple[int, int],
+                 local: CudaMemory | None) -> None:
+    """Give a reader's mapping back (its leases, and so its consumers' work, are already done)."""
+    with on_device(device):
+        for _, event in events.values():
+            driver().cuEventDestroy(event)
+        unmap_memory(*mapping)
+    if local is not None:
+        local.drop()
 
 
 class _CudaBlocks:
-    """Address arithmetic and views shared by the publisher's and the readers' mappings."""
+    """Address arithmetic, views and lifetime shared by the publisher's and the readers' mappings.
+
+    The memory goes back to the driver when it is closed and nothing uses it any more: at once
+    when no view is alive, else when the last view (or the last DLPack tensor made from one) goes.
+    """
 
     kind = MEMORY_CUDA
     base_address: int
     size: int
     device: int
     readonly: bool
+    _finalizer: weakref.finalize
+
+    def _start_lifetime(self) -> None:
+        self._users = 0
+        self._closing = False
+        self._lifetime_lock = threading.Lock()
+
+    def retain(self) -> None:
+        """Count one more user (a view, a same-process import) that keeps the memory past close()."""
+        with self._lifetime_lock:
+            if not self._finalizer.alive:
+                raise Ros2CudaIpcError("this CUDA memory was already given back to the driver")
+            self._users += 1
+
+    def drop(self) -> None:
+        """One user fewer; the last one out of a closed memory gives it back."""
+        with self._lifetime_lock:
+            self._users -= 1
+            free = self._closing and self._users == 0
+        if free:
+            self._finalizer()
+
+    def close(self) -> None:
+        """Give the memory back now if nothing uses it, else as soon as the last user lets go."""
+        with self._lifetime_lock:
+            self._closing = True
+            free = self._users == 0
+        if free:
+            self._finalizer()
+
+    @property
+    def freed(self) -> bool:
+        return not self._finalizer.alive
 
     def address(self, offset: int) -> int:
         return self.base_address + offset
@@ -72,8 +117,11 @@ class _CudaBlocks:
 
         dtype = np.dtype(dtype)
         shape, strides = check_layout(shape, strides, dtype.itemsize, offset, limit)
-        return CudaArray(self.base_address + start + offset, shape, strides, dtype, self.device, self.readonly,
-                         self, self._order_after(start))
+        array = CudaArray(self.base_address + start + offset, shape, strides, dtype, self.device, self.readonly,
+                          self, self._order_after(start))
+        self.retain()
+        weakref.finalize(array, self.drop)
+        return array
 
     def _order_after(self, start: int) -> Callable[[int], None] | None:
         return None
@@ -90,6 +138,7 @@ class CudaMemory(_CudaBlocks):
 
     def _allocate(self, byte_size: int, block_count: int, device: int) -> None:
         cu = driver()
+        self._start_lifetime()
         self.device = device
         step = granularity(device)
         block_size = -(-byte_size // step) * step
@@ -102,8 +151,9 @@ class CudaMemory(_CudaBlocks):
         except BaseException:
             cu.cuMemRelease(self._handle)
             raise
-        # Mapping, handle and events go when the last view (or same-process reader) lets go of this object.
-        self._finalizer = weakref.finalize(self, _free_cuda, self._handle, self._events, (self.base_address, self.size))
+        # Mapping, handle and events go at close() once no view or same-process import uses them (or with this object).
+        self._finalizer = weakref.finalize(self, _free_cuda, device, self._handle, self._events,
+                                           (self.base_address, self.size))
         try:
             pos_fd = cu.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
             self.fd = int(driver_call(cu.cuMemExportToShareableHandle, self._handle, pos_fd, 0))
@@ -113,7 +163,6 @@ class CudaMemory(_CudaBlocks):
             self._event_handles = [np.frombuffer(event_handle_bytes(e), dtype=np.uint8) for e in self._events]
         except BaseException:
             self.close()
-            self._finalizer()
             raise
 
     def record_ready(self, block_id: int, stream: StreamLike) -> np.ndarray:
@@ -125,11 +174,17 @@ class CudaMemory(_CudaBlocks):
     def ready_event(self, block_id: int) -> Any:
         return self._events[block_id]
 
+    @property
+    def handle(self) -> Any:
+        """The allocation's ``CUmemGenericAllocationHandle``, for a same-process import to map."""
+        return self._handle
+
     def close(self) -> None:
-        """Stop exporting; the mapping stays until this process's last view of it is gone."""
+        """Stop exporting; give the memory back once no view or same-process import uses it."""
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+        super().close()
 
 
 class ImportedCudaMemory(_CudaBlocks):
@@ -141,12 +196,13 @@ class ImportedCudaMemory(_CudaBlocks):
 
     def _import(self, header: PoolHeader, fd: int, local: CudaMemory | None) -> None:
         cu = driver()
+        self._start_lifetime()
         self.device = header.device
         self.size = header.block_count * header.block_size
         self._block_size = header.block_size
         self._local = local
         if local is not None:  # same process: map the pool's own allocation again, read-only
-            self.base_address, enforced = map_memory(local._handle, self.size, self.device, read_only=True)
+            self.base_address, enforced = map_memory(local.handle, self.size, self.device, read_only=True)
         else:
             pos_fd = cu.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
             try:
@@ -160,7 +216,14 @@ class ImportedCudaMemory(_CudaBlocks):
         self.readonly = True
         self.readonly_enforced = enforced
         self._events: dict[int, tuple[bytes, Any]] = {}
-        self._finalizer = weakref.finalize(self, _free_import, self._events, (self.base_address, self.size))
+        if local is not None:
+            try:
+                local.retain()  # the pool's events and allocation serve this import until it closes
+            except BaseException:
+                unmap_memory(self.base_address, self.size)
+                raise
+        self._finalizer = weakref.finalize(self, _free_import, self.device, self._events,
+                                           (self.base_address, self.size), local)
 
     def _ready_event(self, block_id: int, handle: bytes) -> Any:
         if self._local is not None:
@@ -201,7 +264,7 @@ class ImportedCudaMemory(_CudaBlocks):
         releaser().release_after(self.device, stream, release)
 
 
-def import_cuda_memory(header: PoolHeader, fd: int, local_pool: BlockManager | None) -> ImportedCudaMemory:
+def import_cuda_memory(header: PoolHeader, fd: int, local: CudaMemory | None) -> ImportedCudaMemory:
+    """A reader's mapping of a pool: from ``fd``, or from ``local``, the pool's own memory in this process."""
     require_cuda(header.device)
-    local = local_pool._memory if local_pool is not None else None
-    return ImportedCudaMemory(header, fd, local)  # type: ignore[arg-type]
+    return ImportedCudaMemory(header, fd, local)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from .errors import Ros2CudaIpcError
 from .layout import MEMORY_HOST
 from .memfd import check_sealed, create_sealed, map_fd
 from .views import host_array
@@ -23,7 +24,7 @@ class _MappedBlocks:
     device = 0
 
     def __init__(self, mapping: mmap.mmap, size: int) -> None:
-        self._map = mapping
+        self._map: mmap.mmap | None = mapping
         self.size = size
         self.base_address = int(np.frombuffer(mapping, dtype=np.uint8, count=1).ctypes.data)
 
@@ -33,6 +34,8 @@ class _MappedBlocks:
     def view(self, start: int, limit: int, shape: Sequence[int], dtype: object,
              strides: Sequence[int] | None, offset: int = 0) -> np.ndarray:
         """A numpy array inside the window ``[start, start + limit)``; read-only when the mapping is."""
+        if self._map is None:
+            raise Ros2CudaIpcError("this host memory is closed")
         return host_array(self._map, start, limit, shape, dtype, strides, offset)
 
     def record_ready(self, block_id: int, stream: object) -> np.ndarray:
@@ -47,8 +50,11 @@ class _MappedBlocks:
         release()
 
     def close(self) -> None:
-        with contextlib.suppress(BufferError):  # views still use it; it goes away with the last of them
-            self._map.close()
+        """Unmap now, or, while numpy views still use the mapping, let it go with the last of them."""
+        mapping, self._map = self._map, None
+        if mapping is not None:
+            with contextlib.suppress(BufferError):  # views hold the mmap object: it unmaps when they are gone
+                mapping.close()
 
 
 class HostMemory(_MappedBlocks):

@@ -1,4 +1,9 @@
-"""A pool as a reader process sees it: header, read-only mappings, its own lease file."""
+"""A pool as a reader process sees it: header, read-only mappings, its own lease file.
+
+An imported pool lives while it serves reads: once retired (its publisher closed or died, or
+the reader's cache let it go) it takes no new lease and closes, unmapping everything and
+closing its fds, as soon as no lease on it is held, at once when none is.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,9 @@ import logging
 import os
 import threading
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidDescriptorError, StaleDescriptorError
+from .errors import InvalidDescriptorError, PoolUnavailableError, StaleDescriptorError
 from .host_memory import ImportedHostMemory
 from .layout import FIRST_BLOCK_BYTE, HEADER_SIZE, LIVENESS_BYTE, MEMORY_CUDA, MEMORY_NAMES, Metadata, PoolHeader
 from .leases import LeaseFile, reopen
@@ -18,17 +23,26 @@ log = logging.getLogger("ros2_cuda_ipc")
 
 if TYPE_CHECKING:
     from .descriptor import Descriptor
-    from .pool import BlockManager
+
+
+def _close_import(memory: Any, metadata: Metadata, leases: LeaseFile) -> None:
+    memory.close()
+    metadata.close()
+    leases.close()
 
 
 class ImportedPool:
-    """Mappings and leases of one pool in this process.  Lease counts are per process: one lock per block."""
+    """Mappings and leases of one pool in this process.  Lease counts are per process: one lock per block.
+
+    ``local_memory`` is the pool's own memory when its publisher lives in this process (the
+    same-process path); the import then maps it again, read-only, rather than through ``memory_fd``.
+    """
 
     def __init__(self, header: PoolHeader, metadata_fd: int, memory_fd: int, socket_path: str,
-                 local_pool: BlockManager | None = None) -> None:
+                 local_memory: Any = None) -> None:
         self.header = header
         self.socket_path = socket_path
-        self.same_process = local_pool is not None
+        self.same_process = local_memory is not None
         self.name = f"pool {header.pool_id.hex()[:8]} at {socket_path!r}"
         check_sealed(metadata_fd, header.metadata_size, f"the metadata of {self.name}")
         metadata_map = map_fd(metadata_fd, header.metadata_size, writable=False)
@@ -36,19 +50,25 @@ class ImportedPool:
             metadata_map.close()
             raise InvalidDescriptorError(f"{self.name}: its metadata disagrees with the header it sent")
         self.metadata = Metadata(metadata_map, header)
-        self.leases = LeaseFile(reopen(metadata_fd))
-        self._finalizer = weakref.finalize(self, self.leases.close)
+        try:
+            self.leases = LeaseFile(reopen(metadata_fd))
+        except BaseException:
+            self.metadata.close()
+            raise
         try:
             if header.memory == MEMORY_CUDA:
                 from .cuda_memory import import_cuda_memory
 
-                self.memory = import_cuda_memory(header, memory_fd, local_pool)
+                self.memory: Any = import_cuda_memory(header, memory_fd, local_memory)
             else:
                 self.memory = ImportedHostMemory(memory_fd, header.block_count * header.block_size)
         except BaseException:
-            self._finalizer()
+            self.leases.close()
+            self.metadata.close()
             raise
+        self._finalizer = weakref.finalize(self, _close_import, self.memory, self.metadata, self.leases)
         self._counts = [0] * header.block_count
+        self._retired = False
         self._lock = threading.Lock()
 
     def check(self, desc: Descriptor) -> None:
@@ -66,13 +86,15 @@ class ImportedPool:
             raise InvalidDescriptorError(f"descriptor names device {desc.device_id}, {self.name} is on {header.device}")
 
     def publisher_alive(self) -> bool:
-        """The publisher holds the pool's liveness lock for as long as the pool is open."""
+        """The publisher holds the pool's liveness lock for as long as the pool is open (one system call)."""
         return self.leases.held_by_others(LIVENESS_BYTE)
 
     def lease(self, desc: Descriptor) -> None:
         """Take (or share) this process's read lease on the block, and check it still holds ``desc``'s frame."""
         block = desc.block_id
         with self._lock:
+            if self._retired:
+                raise PoolUnavailableError(f"{self.name} was closed in this process: its publisher closed or died")
             if self._counts[block] == 0 and not self.leases.try_read(FIRST_BLOCK_BYTE + block):
                 raise StaleDescriptorError(f"block {block} of {self.name} is being rewritten; the frame is gone")
             self._counts[block] += 1
@@ -91,15 +113,35 @@ class ImportedPool:
             self.release(block)
 
     def release(self, block: int) -> None:
+        """Give back one share of the block's lease; the last share of a retired pool closes it."""
         with self._lock:
             self._counts[block] -= 1
-            if self._counts[block] == 0 and self.leases.fd >= 0:
+            if self._counts[block] == 0:
                 self.leases.release(FIRST_BLOCK_BYTE + block)
+            close_now = self._retired and not any(self._counts)
+        if close_now:
+            self._finalizer()
+
+    def retire(self) -> None:
+        """No new leases from here on; close as soon as no lease is held (at once when none is)."""
+        with self._lock:
+            self._retired = True
+            close_now = not any(self._counts)
+        if close_now:
+            self._finalizer()
+
+    @property
+    def retired(self) -> bool:
+        return self._retired
+
+    @property
+    def closed(self) -> bool:
+        """Whether this import's mappings and fds are given back."""
+        return not self._finalizer.alive
 
     @property
     def leases_held(self) -> int:
         return sum(1 for count in self._counts if count)
-
 
 
 def close_fds(fds: list[int]) -> None:

@@ -16,9 +16,10 @@ from typing import Literal
 import numpy as np
 
 from . import cuda_driver
-from .errors import Ros2CudaIpcError
+from .errors import PoolUnavailableError, Ros2CudaIpcError
 from .fd_server import FdServer
 from .host_memory import HostMemory
+from .imported_pool import ImportedPool
 from .layout import (
     FIRST_BLOCK_BYTE,
     LIVENESS_BYTE,
@@ -82,6 +83,7 @@ class BlockManager:
         self._closed = False
         self._lock = threading.Lock()  # acquire and publish may come from several executor threads
         self._borrowed: set[int] = set()
+        self._local_imports: weakref.WeakSet[ImportedPool] = weakref.WeakSet()
         self._next_uid = 1
         if socket_dir is None:
             self.socket_path = f"@ros2_cuda_ipc/{os.getpid()}/{self.pool_id.hex()}"
@@ -92,7 +94,7 @@ class BlockManager:
             if kind == MEMORY_CUDA:
                 from .cuda_memory import CudaMemory
 
-                self._memory = CudaMemory(byte_size, block_count, device)
+                self._memory: CudaMemory | HostMemory = CudaMemory(byte_size, block_count, device)
             else:
                 self._memory = HostMemory(-(-byte_size // mmap.PAGESIZE) * mmap.PAGESIZE * block_count,
                                           f"ros2_cuda_ipc-{self.pool_id.hex()[:8]}")
@@ -180,6 +182,19 @@ class BlockManager:
             self.leases.release(FIRST_BLOCK_BYTE + block_id)
         self.counters.add("published" if published_ns else "cancelled")
 
+    # --- the same-process read path -----------------------------------------------------------
+
+    def same_process_import(self) -> ImportedPool:
+        """This pool as a reader in this very process imports it: its own read-only mapping and lease file,
+        retired when the pool closes (an IPC handle cannot be opened in the process that made it)."""
+        with self._lock:
+            if self._closed:
+                raise PoolUnavailableError(f"pool {self.pool_id.hex()[:8]} is closed; no new reads from it")
+            imported = ImportedPool(self.header, self._metadata_fd, self._memory.fd, self.socket_path,
+                                    local_memory=self._memory)
+            self._local_imports.add(imported)
+        return imported
+
     # --- observability and lifetime -------------------------------------------------------------
 
     def blocks_held_by_readers(self) -> int:
@@ -193,12 +208,17 @@ class BlockManager:
         return stats
 
     def close(self) -> None:
-        """Stop serving fds and release this process's resources; readers' mappings stay valid."""
+        """Stop serving fds and give back this process's memory, fds and events: at once, or, while views
+        (or DLPack tensors made from them) are alive, as soon as the last of them goes.  Readers in
+        other processes keep their mappings until they let go."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+            local_imports = list(self._local_imports)
         local_pools.pop(self.pool_id, None)
+        for imported in local_imports:  # same-process readers: no new reads, closed once their views are gone
+            imported.retire()
         self._server.close()
         self.leases.close()  # drops the liveness lock: readers' next reads see the pool gone
         self.metadata.close()

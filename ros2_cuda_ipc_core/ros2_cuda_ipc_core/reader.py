@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
@@ -27,15 +29,20 @@ class Reader:
     """Reads descriptors from any number of pools; imports each pool once and keeps it cached.
 
     ``allowed_uids`` widens which users' pools are trusted (this user always is).  At most
-    ``max_pools`` idle pools stay imported; pools whose publisher is gone are dropped.
+    ``max_pools`` pools stay imported.  A pool whose publisher closed or died leaves the cache and
+    is unmapped as soon as no view of it is held: a read from it notices at once, and every cached
+    pool is checked at most every ``liveness_interval`` seconds, on a read or on ``stats()``.
     """
 
     def __init__(self, allowed_uids: Iterable[int] | None = None, max_pools: int = 16,
-                 connect_timeout: float = 1.0) -> None:
+                 connect_timeout: float = 1.0, liveness_interval: float = 1.0) -> None:
         self.allowed_uids = frozenset(allowed_uids or ())
         self.max_pools = max_pools
         self.connect_timeout = connect_timeout
+        self.liveness_interval = liveness_interval
         self._pools: OrderedDict[bytes, ImportedPool] = OrderedDict()
+        self._imported: weakref.WeakSet[ImportedPool] = weakref.WeakSet()  # cached or kept by handles and views
+        self._next_liveness_check = 0.0
         self._lock = threading.RLock()  # the cache, for multi-threaded executors; leases have their own lock
         self.counters = Counters("reads", "stale_drops", "invalid_descriptors", "unavailable", "imports",
                                  "same_process_reads", "evictions")
@@ -50,15 +57,20 @@ class Reader:
             desc = Descriptor.from_message(core)
             if desc.memory == MEMORY_CUDA:
                 require_cuda(desc.device_id)
+            handle_stream = stream_handle(stream)
+            if time.monotonic() >= self._next_liveness_check:
+                self._drop_dead_pools()
             pool = self._pool_for(desc)
             pool.check(desc)
-            if not pool.same_process and not pool.publisher_alive():
-                self._forget(desc.pool_id)
-                raise PoolUnavailableError(f"the publisher of {pool.name} is gone; no new reads from it")
-            handle_stream = stream_handle(stream)
             pool.lease(desc)
-            try:
+            try:  # whatever fails from here on, the lease goes back before the error leaves
+                # Checked under the lease: a publisher alive now was alive when we took it, so it was not
+                # writing the block then (its write lock would have refused us) and cannot start now.
+                if not pool.same_process and not pool.publisher_alive():
+                    self._forget(desc.pool_id)
+                    raise PoolUnavailableError(f"the publisher of {pool.name} is gone; no new reads from it")
                 pool.memory.wait_ready(desc, handle_stream)
+                handle = ReadHandle(pool, desc, handle_stream)
             except BaseException:
                 pool.release(desc.block_id)
                 raise
@@ -74,7 +86,7 @@ class Reader:
         self.counters.add("reads")
         if pool.same_process:
             self.counters.add("same_process_reads")
-        return ReadHandle(pool, desc, handle_stream)
+        return handle
 
     def _pool_for(self, desc: Descriptor) -> ImportedPool:
         with self._lock:
@@ -83,11 +95,13 @@ class Reader:
     def _pool_for_locked(self, desc: Descriptor) -> ImportedPool:
         pool = self._pools.get(desc.pool_id)
         if pool is not None:
-            self._pools.move_to_end(desc.pool_id)
-            return pool
+            if not pool.retired:
+                self._pools.move_to_end(desc.pool_id)
+                return pool
+            self._forget(desc.pool_id)  # closed here (its same-process publisher closed): import afresh or fail
         local = local_pools.get(desc.pool_id) if desc.publisher_pid == os.getpid() else None
         if local is not None:
-            pool = ImportedPool(local.header, local._metadata_fd, local._memory.fd, local.socket_path, local)
+            pool = local.same_process_import()
         else:
             header, fds = fetch_pool_fds(desc, self.allowed_uids, self.connect_timeout)
             try:
@@ -98,6 +112,7 @@ class Reader:
                 close_fds(fds)
         self.counters.add("imports")
         self._pools[desc.pool_id] = pool
+        self._imported.add(pool)
         self._evict()
         return pool
 
@@ -115,24 +130,42 @@ class Reader:
                 self._forget(pool_id)
 
     def _forget(self, pool_id: bytes) -> None:
-        """Drop a pool from the cache; it closes once the last handle on it is gone."""
+        """Drop a pool from the cache; it closes at once, or once the last handle and view on it are gone."""
         with self._lock:
-            if self._pools.pop(pool_id, None) is not None:
-                self.counters.add("evictions")
+            pool = self._pools.pop(pool_id, None)
+        if pool is not None:
+            self.counters.add("evictions")
+            pool.retire()
+
+    def _drop_dead_pools(self, check_liveness: bool = True) -> None:
+        """Forget the cached pools closed in this process and, with ``check_liveness``, those whose publisher
+        in another process closed or died (one system call per such pool)."""
+        with self._lock:
+            if check_liveness:
+                self._next_liveness_check = time.monotonic() + self.liveness_interval
+            for pool_id, pool in list(self._pools.items()):
+                if pool.retired or (check_liveness and not pool.same_process and not pool.publisher_alive()):
+                    self._forget(pool_id)
 
     def stats(self) -> dict[str, int]:
         """Counters (reads, stale_drops, invalid_descriptors, unavailable, imports, same_process_reads, evictions)
-        and gauges (pools_cached, leases_held)."""
+        and gauges (pools_cached, pools_open, leases_held); dead publishers' pools are dropped first, when due."""
+        self._drop_dead_pools(check_liveness=time.monotonic() >= self._next_liveness_check)
         stats = self.counters.snapshot()
         with self._lock:
+            imported = list(self._imported)
             stats["pools_cached"] = len(self._pools)
-            stats["leases_held"] = sum(pool.leases_held for pool in self._pools.values())
+        stats["pools_open"] = sum(1 for pool in imported if not pool.closed)
+        stats["leases_held"] = sum(pool.leases_held for pool in imported)
         return stats
 
     def close(self) -> None:
-        """Forget every pool; handles still open keep theirs until they close."""
+        """Forget every pool: idle ones close at once, the others when their last handle and view are gone."""
         with self._lock:
+            pools = list(self._pools.values())
             self._pools.clear()
+        for pool in pools:
+            pool.retire()
 
     def __enter__(self) -> Reader:
         return self

@@ -2,6 +2,8 @@
 
   hold            read the descriptor given on stdin, print 'held', keep the lease until killed
   publish-and-wait  make a host pool, publish two blocks with known bytes, print their descriptors, wait
+  read-each       for each descriptor on stdin read it once and print its first byte, this process's fd and
+                  mapping counts and the reader's stats; an empty line prints the counts and stats alone
   dds-publisher / dds-subscriber   the 1000-message rclpy test (see test_transport_multiprocess.py)
 """
 
@@ -70,6 +72,22 @@ def hold() -> None:
     handle = Reader().read(core)
     print(json.dumps({"held": handle.block_id}), flush=True)
     time.sleep(600)
+
+
+def resource_counts() -> dict:
+    """Open fds and memory mappings of this process."""
+    with open("/proc/self/maps") as maps:
+        return {"fds": len(os.listdir("/proc/self/fd")), "maps": sum(1 for _ in maps)}
+
+
+def read_each() -> None:
+    reader = Reader(liveness_interval=0)
+    for line in sys.stdin:
+        first = None
+        if line.strip():
+            with reader.read(core_from_json(line)) as handle:
+                first = int(handle.view((1,), np.uint8)[0])
+        print(json.dumps({"first": first, **resource_counts(), **reader.stats()}), flush=True)
 
 
 def publish_and_wait() -> None:
@@ -180,6 +198,8 @@ if __name__ == "__main__":
         hold()
     elif role == "publish-and-wait":
         publish_and_wait()
+    elif role == "read-each":
+        read_each()
     elif role == "dds-publisher":
         dds_publisher(int(args[0]), int(args[1]))
     elif role == "dds-subscriber":

@@ -5,6 +5,7 @@
   gpu-hold                                  read the descriptor on stdin, print, hold the lease until killed
   gpu-publish-and-wait                      publish two CUDA blocks of known bytes, print them, wait
   gpu-write-readonly                        read the descriptor on stdin and try to write through the view
+  gpu-read-each                             read-each of core_peer on CUDA: cupy reads, then counts and stats
 """
 
 import json
@@ -13,7 +14,7 @@ import time
 
 import cupy
 import numpy as np
-from core_peer import acking_subscriber, core_from_json, core_to_json, flow_controlled_publisher
+from core_peer import acking_subscriber, core_from_json, core_to_json, flow_controlled_publisher, resource_counts
 
 from ros2_cuda_ipc_core import BlockManager, Reader
 
@@ -104,6 +105,20 @@ def gpu_publish_and_wait() -> None:
     time.sleep(600)
 
 
+def gpu_read_each() -> None:
+    reader = Reader(liveness_interval=0)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    for line in sys.stdin:
+        first = None
+        if line.strip():
+            with reader.read(core_from_json(line), stream) as handle, stream:
+                first = int(cupy.from_dlpack(handle.view((1,), np.uint8))[0].get())
+        deadline = time.monotonic() + 5
+        while reader.stats()["leases_held"] and time.monotonic() < deadline:
+            time.sleep(0.001)  # CUDA leases go back on the release thread
+        print(json.dumps({"first": first, **resource_counts(), **reader.stats()}), flush=True)
+
+
 def gpu_write_readonly() -> None:
     core = core_from_json(sys.stdin.readline())
     stream = cupy.cuda.Stream(non_blocking=True)
@@ -131,5 +146,7 @@ if __name__ == "__main__":
         gpu_publish_and_wait()
     elif role == "gpu-write-readonly":
         gpu_write_readonly()
+    elif role == "gpu-read-each":
+        gpu_read_each()
     else:
         raise SystemExit(f"unknown role {role!r}")

@@ -29,6 +29,23 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=f"needs a CUDA GPU: {
 PEER = str(Path(__file__).with_name("cuda_peer.py"))
 
 
+def wait_until(condition, timeout: float = 5.0) -> bool:
+    """Poll ``condition`` until it holds (CUDA leases go back on the release thread)."""
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    return bool(condition())
+
+
+def gpu_free_bytes() -> int:
+    from cuda.bindings import driver
+
+    from ros2_cuda_ipc_core.cuda_context import on_device
+
+    with on_device(0):
+        return int(driver.cuMemGetInfo()[1])
+
+
 def spawn(*args: str, stdin: bool = False) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, PEER, *args], stdout=subprocess.PIPE, text=True,
                             stdin=subprocess.PIPE if stdin else None)
@@ -187,9 +204,11 @@ def test_stream_forms_and_device_mismatch():
                        torch.cuda.current_stream().cuda_stream):
             reader.read(core, stream).close()
         if torch.cuda.device_count() > 1:
+            torch.cuda.synchronize()
+            assert wait_until(lambda: reader.stats()["leases_held"] == 0)  # the releases above are asynchronous
             with pytest.raises(DeviceMismatchError, match="device 1"):
                 reader.read(core, torch.cuda.Stream(device=1))
-            assert reader.stats()["leases_held"] == 0
+            assert reader.stats()["leases_held"] == 0 and pool.stats()["blocks_held_by_readers"] == 0
 
 
 @pytest.mark.skipif(REASON is None and __import__("torch").cuda.device_count() < 2, reason="needs two GPUs")
@@ -223,3 +242,66 @@ def test_failing_driver_call_is_named():
     with pytest.raises(CudaDriverError, match="cuMemCreate") as info:
         BlockManager(1 << 44, block_count=4, memory="cuda")  # 64 TiB: no GPU has it
     assert info.value.call == "cuMemCreate" and info.value.result_name.startswith("CUDA_ERROR_")
+
+
+def test_50_closed_cuda_pools_give_back_gpu_memory_and_fds():
+    """Same-process reads, torch writes and reads through DLPack, an unconsumed capsule, and a reader in another
+    process: after close() and once the tensors are gone, a pool's 128 MiB, events and fds are all given back."""
+    import torch
+    from core_peer import core_to_json, resource_counts
+
+    reader = Reader()
+    stream = torch.cuda.Stream()
+    peer = spawn("gpu-read-each", stdin=True)
+    samples = []
+    try:
+        for i in range(50):
+            pool = BlockManager(32 << 20, block_count=4, memory="cuda", reuse_delay=0)
+            block = pool.acquire_for_publish()
+            frame = torch.from_dlpack(block.view((32 << 20,), np.uint8))
+            frame.fill_(i % 251)
+            unused = block.view((16,), np.uint8).__dlpack__(max_version=(1, 0))  # a capsule nobody consumes
+            core = block.prepare_publish(torch.cuda.current_stream())
+            with reader.read(core, stream) as handle, torch.cuda.stream(stream):
+                seen = torch.from_dlpack(handle.view((32 << 20,), np.uint8))
+                assert int(seen[:4096].sum().item()) == (i % 251) * 4096
+            peer.stdin.write(core_to_json(core) + "\n")
+            peer.stdin.flush()
+            assert json.loads(peer.stdout.readline())["first"] == i % 251
+            if i % 2:
+                pool.close()  # tensors still alive: the memory stays until they go
+                assert reader.stats()["pools_open"] == 1
+                del frame, seen, unused
+            else:
+                del frame, seen, unused
+                pool.close()
+            torch.cuda.synchronize()
+            assert wait_until(lambda: reader.stats()["pools_open"] == 0), reader.stats()
+            peer.stdin.write("\n")  # the peer checks liveness and lets the closed pool go
+            peer.stdin.flush()
+            theirs = json.loads(peer.stdout.readline())
+            assert (theirs["pools_cached"], theirs["pools_open"], theirs["leases_held"]) == (0, 0, 0), theirs
+            torch.cuda.empty_cache()
+            samples.append({"free": gpu_free_bytes(), **resource_counts(), "peer_fds": theirs["fds"]})
+    finally:
+        peer.kill()
+        peer.wait()
+    first, last = samples[4], samples[-1]
+    assert abs(last["free"] - first["free"]) < 32 << 20, f"GPU free memory {first['free']} -> {last['free']}"
+    assert (last["fds"], last["peer_fds"]) == (first["fds"], first["peer_fds"]), f"{first} -> {last}"
+
+
+def test_reader_lets_a_dead_gpu_publishers_pool_go():
+    import cupy
+    from core_peer import core_from_json
+
+    publisher = spawn("gpu-publish-and-wait")
+    cores = [core_from_json(publisher.stdout.readline()) for _ in range(2)]
+    stream = cupy.cuda.Stream(non_blocking=True)
+    reader = Reader(liveness_interval=0)
+    reader.read(cores[0], stream).close()
+    publisher.send_signal(signal.SIGKILL)
+    publisher.wait()
+    stream.synchronize()
+    assert wait_until(lambda: reader.stats()["pools_open"] == 0), reader.stats()
+    assert reader.stats()["pools_cached"] == 0
