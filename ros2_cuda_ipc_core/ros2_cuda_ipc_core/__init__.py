@@ -2,9 +2,12 @@
 
 A publisher borrows a block from a :class:`BlockManager`, writes it, and publishes the small
 ``BufferCore`` descriptor that :meth:`PublishBlock.prepare_publish` returns.  A :class:`Reader`
-turns the descriptor back into a leased, read-only view of the very same memory.
+turns the descriptor back into a leased, read-only view of the very same memory.  The typed layer
+(:class:`TypedPublisher`, :class:`TypedReader`, :class:`StridedLayout`, ...) is what typed packages
+(images, point clouds) build on.
 """
 
+from .cuda_array import CudaArray
 from .errors import (
     CudaDriverError,
     CudaUnavailableError,
@@ -14,24 +17,55 @@ from .errors import (
     Ros2CudaIpcError,
     StaleDescriptorError,
 )
-from .pool import BlockManager
+from .pool import BlockManager, MemoryKind
 from .publish_block import PublishBlock
 from .read_handle import ReadHandle
 from .reader import Reader
 from .shutdown import run_nodes, run_tool
+from .streams import StreamLike
+from .transfer import copy_rows, copy_strided
+from .typed import (
+    ArrayProtocols,
+    ArrayView,
+    BlockLayout,
+    StridedLayout,
+    StridedSource,
+    TypedFrame,
+    TypedMessage,
+    TypedPublisher,
+    TypedReader,
+    TypedView,
+    strided_source,
+)
 
 __all__ = [
+    "ArrayProtocols",
+    "ArrayView",
+    "BlockLayout",
     "BlockManager",
+    "CudaArray",
     "CudaDriverError",
     "CudaUnavailableError",
     "DeviceMismatchError",
     "InvalidDescriptorError",
+    "MemoryKind",
     "PoolUnavailableError",
     "PublishBlock",
     "ReadHandle",
     "Reader",
     "Ros2CudaIpcError",
     "StaleDescriptorError",
+    "StreamLike",
+    "StridedLayout",
+    "StridedSource",
+    "TypedFrame",
+    "TypedMessage",
+    "TypedPublisher",
+    "TypedReader",
+    "TypedView",
+    "copy_rows",
+    "copy_strided",
     "run_nodes",
     "run_tool",
+    "strided_source",
 ]

@@ -45,10 +45,11 @@ class PublishBlock:
     def memory(self) -> str:
         return self._pool.memory
 
-    def view(self, shape: Sequence[int], dtype: Any, strides: Sequence[int] | None = None) -> Any:
-        """A writable view of the block: a numpy array (host) or a DLPack / CUDA-array-interface object (CUDA)."""
+    def view(self, shape: Sequence[int], dtype: Any, strides: Sequence[int] | None = None, offset: int = 0) -> Any:
+        """A writable view of the block, its first element ``offset`` bytes in: a numpy array (host) or a
+        DLPack / CUDA-array-interface object (CUDA)."""
         self._check_open()
-        return self._pool._memory.view(self.offset, self.capacity, shape, dtype, strides)
+        return self._pool._memory.view(self.offset, self.capacity, shape, dtype, strides, offset)
 
     def prepare_publish(self, stream: StreamLike = None, byte_size: int | None = None) -> BufferCore:
         """Mark the block ready once ``stream``'s work so far is done, release it, and describe it.

@@ -2,11 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Protocol, SupportsInt
 
-#: An int ``CUstream`` handle, or any object with ``.handle``, ``.cuda_stream`` or ``.ptr``; None is the
-#: legacy default stream.
-StreamLike = Union[int, Any, None]  # noqa: UP007 (typing.Any is no class on 3.10)
+
+class TorchStream(Protocol):
+    """``torch.cuda.Stream``: the ``CUstream`` address is ``.cuda_stream``."""
+
+    @property
+    def cuda_stream(self) -> int: ...
+
+
+class CupyStream(Protocol):
+    """``cupy.cuda.Stream``: the ``CUstream`` address is ``.ptr``."""
+
+    @property
+    def ptr(self) -> int: ...
+
+
+class CudaCoreStream(Protocol):
+    """``cuda.core`` streams: ``.handle`` is a ``CUstream`` that converts to its address."""
+
+    @property
+    def handle(self) -> SupportsInt: ...
+
+
+class CudaStreamProtocol(Protocol):
+    """cuda.core's stream protocol: ``__cuda_stream__()`` returns ``(version, address)``."""
+
+    def __cuda_stream__(self) -> tuple[int, int]: ...
+
+
+#: What every ``stream=`` parameter takes: None (the legacy default stream), an int ``CUstream`` address,
+#: or a torch, cupy or cuda.core stream object.
+StreamLike = int | TorchStream | CupyStream | CudaCoreStream | CudaStreamProtocol | None
 
 
 def stream_handle(stream: StreamLike) -> int:

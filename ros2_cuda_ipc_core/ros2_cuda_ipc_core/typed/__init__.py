@@ -1,0 +1,28 @@
+"""The typed layer shared by the image and point-cloud packages (DESIGN §8): layouts over one block,
+a publisher / frame / reader / view with their lease rules, and the array protocols of arrays in a block.
+
+A typed package adds meaning only (encodings, point fields).  Import these names from
+``ros2_cuda_ipc_core``, which re-exports them.
+"""
+
+from .arrays import ArrayProtocols, ArrayView
+from .frame import TypedFrame
+from .layout import BlockLayout, StridedLayout, TypedMessage
+from .publisher import TypedPublisher
+from .reader import TypedReader
+from .source import StridedSource, strided_source
+from .view import TypedView
+
+__all__ = [
+    "ArrayProtocols",
+    "ArrayView",
+    "BlockLayout",
+    "StridedLayout",
+    "StridedSource",
+    "TypedFrame",
+    "TypedMessage",
+    "TypedPublisher",
+    "TypedReader",
+    "TypedView",
+    "strided_source",
+]

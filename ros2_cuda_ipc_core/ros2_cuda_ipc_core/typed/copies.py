@@ -1,0 +1,36 @@
+"""One strided copy between an array placed in a block and any user array (numpy, DLPack, CAI; host or device)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..streams import StreamLike
+from ..transfer import copy_strided
+from .layout import StridedLayout
+from .source import strided_source
+
+
+def copy_block_array(block_address: int, block_memory: str, block_device: int, layout: StridedLayout, array: Any,
+                     stream: StreamLike, into_block: bool) -> None:
+    """Copy between the array ``layout`` places at ``block_address`` and ``array`` (same shape and dtype).
+
+    The block's bytes the layout covers must already be checked against its size.  CUDA copies are
+    complete when this returns.
+    """
+    user = strided_source(array)
+    if user.layout.shape != layout.shape or user.layout.dtype != layout.dtype:
+        raise ValueError(f"the given array is {user.layout.shape} {user.layout.dtype}, the block's is "
+                         f"{layout.shape} {layout.dtype}")
+    if user.readonly and not into_block:
+        raise ValueError("the destination array is read-only")
+    if block_memory == "cuda":
+        cuda: int | None = block_device
+    else:
+        cuda = (user.device_id or 0) if user.on_device else None
+    placed = block_address + layout.offset
+    if into_block:
+        copy_strided(placed, layout.strides, user.address, user.layout.strides, layout.shape, layout.dtype.itemsize,
+                     cuda, stream)
+    else:
+        copy_strided(user.address, user.layout.strides, placed, layout.strides, layout.shape, layout.dtype.itemsize,
+                     cuda, stream)

@@ -1,0 +1,119 @@
+"""``StridedLayout``: one typed array inside a block, and ``BlockLayout``, what a typed message's layout must offer.
+
+Byte strides throughout.  Every check runs with Python integers (no overflow) and before any lease.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, TypeVar
+
+import numpy as np
+
+from ..errors import InvalidDescriptorError
+from ..views import check_layout, contiguous_strides
+
+_Layout = TypeVar("_Layout", bound="StridedLayout")
+
+
+class TypedMessage(Protocol):
+    """A typed message: a ``header``, the ``core`` descriptor, and its layout's own fields."""
+
+    header: Any
+    core: Any
+
+
+class BlockLayout(Protocol):
+    """What the generic publisher, frame, reader and view need from a typed package's layout."""
+
+    @property
+    def byte_extent(self) -> int:
+        """Bytes from the block's first byte to one past the last byte the layout uses."""
+        ...
+
+    @property
+    def padded_extent(self) -> int:
+        """Bytes a message carries when the block has room: ``byte_extent`` plus trailing row padding."""
+        ...
+
+    def fill_message(self, msg: Any) -> None:
+        """Write the layout's fields into a typed message (its ``core`` is filled by the publisher)."""
+        ...
+
+
+@dataclass(frozen=True)
+class StridedLayout:
+    """``shape`` elements of ``dtype``, ``strides`` bytes apart, the first one ``offset`` bytes into the block.
+
+    Strides need not be whole elements (a packed point cloud's field is not): such an array is read
+    through the CUDA Array Interface or a strided copy; :attr:`dlpack_problem` says why DLPack cannot take it.
+    """
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: np.dtype
+    offset: int = field(default=0, kw_only=True)
+
+    #: Names of the axes in error messages ("row stride 7 ..."); "axis 0" and so on when not given.
+    axis_names: ClassVar[tuple[str, ...]] = ()
+    #: Whether :meth:`validate` refuses strides that are not whole elements (images: every consumer assumes so).
+    whole_elements: ClassVar[bool] = False
+
+    @classmethod
+    def contiguous(cls, shape: Sequence[int], dtype: Any, offset: int = 0) -> StridedLayout:
+        """A C-ordered (row-major, dense) layout."""
+        dtype = np.dtype(dtype)
+        shape = tuple(int(n) for n in shape)
+        return cls(shape, contiguous_strides(shape, dtype.itemsize), dtype, offset=offset)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def byte_extent(self) -> int:
+        """Bytes from the block's first byte to one past the last element (``offset`` for an empty array)."""
+        if 0 in self.shape:
+            return self.offset
+        return self.offset + sum(max(0, (n - 1) * s) for n, s in zip(self.shape, self.strides, strict=True)) \
+            + self.dtype.itemsize
+
+    @property
+    def padded_extent(self) -> int:
+        return self.byte_extent
+
+    @property
+    def dlpack_problem(self) -> str | None:
+        """Why DLPack (whose strides count whole elements) cannot describe this array, or None if it can."""
+        item = self.dtype.itemsize
+        if self.offset % item:
+            return f"it starts at byte {self.offset}, not on a {item}-byte {self.dtype} boundary"
+        if any(s % item for s in self.strides):
+            return f"its byte strides {self.strides} are not whole {item}-byte {self.dtype} elements"
+        return None
+
+    def _axis(self, index: int) -> str:
+        return self.axis_names[index] if index < len(self.axis_names) else f"axis {index}"
+
+    def validate(self: _Layout, byte_size: int) -> _Layout:
+        """Raise InvalidDescriptorError naming what is wrong; return self if the layout fits ``byte_size`` bytes.
+
+        Refused: a zero extent, strides that make elements overlap, any byte outside ``[0, byte_size)``,
+        and, when the class says :attr:`whole_elements`, a stride that is not a multiple of the element size.
+        """
+        if any(n == 0 for n in self.shape):
+            raise InvalidDescriptorError(f"shape {self.shape} has a zero extent")
+        item = self.dtype.itemsize
+        if self.whole_elements:
+            for index, stride in enumerate(self.strides):
+                if stride % item:
+                    raise InvalidDescriptorError(f"{self._axis(index)} stride {stride} is not a multiple of the "
+                                                 f"{item}-byte element")
+        reach = item
+        for stride, extent in sorted((s, n) for n, s in zip(self.shape, self.strides, strict=True) if n > 1):
+            if stride < reach:
+                raise InvalidDescriptorError(f"strides {self.strides} make elements of shape {self.shape} overlap")
+            reach = stride * extent
+        check_layout(self.shape, self.strides, item, self.offset, byte_size)
+        return self

@@ -1,0 +1,92 @@
+"""``TypedPublisher``: a pool of blocks sized for one layout and a typed message publisher on one topic."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import numpy as np
+
+from ..pool import BlockManager, MemoryKind
+from ..publish_block import PublishBlock
+from ..streams import StreamLike
+from ..transfer import copy_rows
+from .layout import BlockLayout, TypedMessage
+
+if TYPE_CHECKING:
+    from .frame import TypedFrame
+
+L = TypeVar("L", bound=BlockLayout)
+M = TypeVar("M", bound=TypedMessage)
+
+
+class TypedPublisher(Generic[L, M]):
+    """Publishes ``message_type`` messages whose payload (laid out as ``layout``) stays in this process's blocks.
+
+    The message type must have a ``header`` and a ``core`` (``BufferCore``) field; ``layout.fill_message``
+    writes the rest.  Blocks hold ``block_size`` bytes, by default the layout's ``padded_extent``.
+    """
+
+    def __init__(self, node: Any, topic: str, message_type: type[M], layout: L, *, block_size: int | None = None,
+                 block_count: int = 4, memory: MemoryKind = "auto", device: int = 0, qos: Any = 10) -> None:
+        self.layout = layout
+        self.message_type = message_type
+        self.pool = BlockManager(block_size or layout.padded_extent, block_count=block_count, memory=memory,
+                                 device=device)
+        self.topic = topic
+        self._node = node
+        self._publisher = node.create_publisher(message_type, topic, qos)
+
+    def borrow(self, timeout: float = 0.0) -> TypedFrame[L, M] | None:
+        """A writable frame of :attr:`layout`, or None if every block is still in use after ``timeout`` seconds."""
+        from .frame import TypedFrame
+
+        block = self.pool.acquire_for_publish(timeout)
+        return None if block is None else TypedFrame(self, block, self.layout)
+
+    def publish_block(self, block: PublishBlock, layout: L | None = None, stream: StreamLike = None,
+                      header: Any = None, byte_size: int | None = None) -> M:
+        """Publish ``block`` as a message of ``layout`` (default :attr:`layout`) once ``stream``'s work so far is done.
+
+        The message says the block carries ``byte_size`` bytes, by default the layout's padded extent
+        when the block has room for it, else its byte extent.
+        """
+        layout = self.layout if layout is None else layout
+        msg = self.message_type()
+        if header is not None:
+            msg.header = header
+        layout.fill_message(msg)
+        size = byte_size or min(block.capacity, max(layout.byte_extent, layout.padded_extent))
+        msg.core = block.prepare_publish(stream, size)
+        self._publisher.publish(msg)
+        return msg
+
+    def publish_bytes(self, data: bytes | memoryview, layout: L | None = None, header: Any = None) -> M | None:
+        """Publish ``layout`` read verbatim from host ``data`` (rows, padding and all): one upload, for bridges.
+
+        Returns the message, or None if no block is free.
+        """
+        layout = self.layout if layout is None else layout
+        if layout.byte_extent > self.pool.block_size or len(data) > self.pool.block_size:
+            raise ValueError(f"{len(data)} bytes do not fit this publisher's {self.pool.block_size}-byte blocks")
+        block = self.pool.acquire_for_publish()
+        if block is None:
+            return None
+        with block:
+            host = np.frombuffer(data, dtype=np.uint8)
+            cuda = self.pool.device if self.pool.memory == "cuda" else None
+            if len(host):
+                copy_rows(block.device_ptr, len(host), host.ctypes.data, len(host), len(host), 1, cuda_device=cuda)
+            return self.publish_block(block, layout, None, header, byte_size=max(len(host), layout.byte_extent))
+
+    def close(self) -> None:
+        self._node.destroy_publisher(self._publisher)
+        self.pool.close()
+
+    def __enter__(self: _Publisher) -> _Publisher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_Publisher = TypeVar("_Publisher", bound=TypedPublisher[Any, Any])

@@ -1,0 +1,51 @@
+"""``TypedReader``: typed messages to leased views, each layout checked before any lease is taken."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Generic, TypeVar
+
+from ..errors import InvalidDescriptorError
+from ..read_handle import ReadHandle
+from ..reader import Reader
+from ..streams import StreamLike, stream_handle
+from .layout import BlockLayout, TypedMessage
+
+L = TypeVar("L", bound=BlockLayout)
+M = TypeVar("M", bound=TypedMessage)
+V = TypeVar("V")
+
+
+class TypedReader(Generic[L, M, V]):
+    """Reads typed messages (a ``core`` and a ``header`` field); subclasses say how to parse and how to view.
+
+    Share one ``Reader`` between typed readers so a pool is imported once per process.
+    """
+
+    def __init__(self, reader: Reader | None = None, allowed_uids: Iterable[int] | None = None) -> None:
+        self.reader = reader if reader is not None else Reader(allowed_uids=allowed_uids)
+
+    def layout_of(self, msg: M) -> L:
+        """The message's layout, checked against ``msg.core.byte_size``; InvalidDescriptorError naming the field."""
+        raise NotImplementedError
+
+    def view_of(self, handle: ReadHandle, layout: L, msg: M, stream: int) -> V:
+        """Wrap a fresh lease (``handle``) and its checked ``layout`` in the package's view type."""
+        raise NotImplementedError
+
+    def read(self, msg: M, stream: StreamLike = None) -> V:
+        """Validate the layout (before any lease), then lease the block and view it, ordered on ``stream``."""
+        try:
+            layout = self.layout_of(msg)
+        except InvalidDescriptorError:
+            self.reader.counters.add("invalid_descriptors")
+            raise
+        handle = self.reader.read(msg.core, stream)
+        try:
+            return self.view_of(handle, layout, msg, stream_handle(stream))
+        except BaseException:
+            handle.close()
+            raise
+
+    def stats(self) -> dict[str, int]:
+        return self.reader.stats()

@@ -1,0 +1,59 @@
+"""The core typed layer on a real GPU: an aligned field is a torch DLPack view of the block, an unaligned one
+refuses DLPack by name yet offers the CUDA Array Interface and copies out dense with one strided copy.
+
+No CUDA kernel ever touches the unaligned field (a misaligned float load is a sticky CUDA error); only
+``cuMemcpy2DAsync`` does.  Skips without a GPU.
+"""
+
+import numpy as np
+import pytest
+import rclpy
+from typed_cloud import FIELDS, POINT_STEP, RecordLayout, RecordReader, expected
+
+from ros2_cuda_ipc_core import TypedPublisher
+from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
+from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
+
+REASON = unavailable_reason(0)
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"needs a CUDA GPU: {REASON}")
+HEIGHT, WIDTH = 128, 1024
+LAYOUT = RecordLayout(HEIGHT, WIDTH, row_step=WIDTH * POINT_STEP + 64)
+
+
+@pytest.fixture(scope="module")
+def node():
+    rclpy.init()
+    node = rclpy.create_node("ros2_cuda_ipc_typed_cuda_test")
+    yield node
+    node.destroy_node()
+    rclpy.shutdown()
+
+
+def test_device_fields_dlpack_cai_and_strided_copies(node):
+    import torch
+
+    with TypedPublisher(node, "typed_cuda_records", GpuPointCloud2, LAYOUT, memory="cuda") as pub:
+        frame = pub.borrow()
+        with frame:
+            for name in FIELDS:  # host -> device strided copies, one per field
+                frame.copy_in(LAYOUT.field(name), expected(name, HEIGHT, WIDTH))
+            msg = frame.publish()
+        stream = torch.cuda.Stream()
+        with RecordReader().read(msg, stream) as view, torch.cuda.stream(stream):
+            ring = torch.from_dlpack(view.array_view(LAYOUT.field("ring"), "ring"))
+            assert tuple(ring.shape) == (HEIGHT, WIDTH) and ring.stride() == (LAYOUT.row_step // 2, POINT_STEP // 2)
+            assert ring.data_ptr() == view.handle.device_ptr + 16  # the block itself, no copy
+            np.testing.assert_array_equal(ring.to(torch.int32).cpu().numpy(), expected("ring", HEIGHT, WIDTH))
+            del ring
+
+            time = view.array_view(LAYOUT.field("time"), "time")
+            with pytest.raises(BufferError, match="time cannot be a DLPack view"):
+                torch.from_dlpack(time)
+            cai = time.__cuda_array_interface__
+            assert cai["data"] == (view.handle.device_ptr + 18, True) and cai["strides"] == (LAYOUT.row_step, 22)
+            dense = torch.empty((HEIGHT, WIDTH), dtype=torch.float32, device="cuda")
+            view.copy_out(LAYOUT.field("time"), dense, stream)  # device -> device, one strided copy
+            np.testing.assert_array_equal(dense.cpu().numpy(), expected("time", HEIGHT, WIDTH))
+            host = np.empty((HEIGHT, WIDTH), np.float32)
+            view.copy_out(LAYOUT.field("x"), host)  # device -> host
+            np.testing.assert_array_equal(host, expected("x", HEIGHT, WIDTH))
