@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sensor_msgs.msg import Image
 
-from ros2_cuda_ipc_core import InvalidDescriptorError
-from ros2_cuda_ipc_core.transfer import copy_rows
+from ros2_cuda_ipc_core import InvalidDescriptorError, copy_rows
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
 from .encodings import encoding_layout, generic_encoding
@@ -63,5 +62,5 @@ def publish_image_msg(image_publisher: ImagePublisher, msg: Image) -> GpuImage |
                                      f"rows need {layout.row_bytes} bytes each")
     data = memoryview(msg.data)[: msg.height * msg.step]
     if bool(msg.is_bigendian) != (sys.byteorder == "big") and dtype.itemsize > 1:
-        data = memoryview(np.frombuffer(data, dtype=dtype.newbyteorder(">")).astype(dtype).view(np.uint8))
+        data = np.frombuffer(data, dtype=dtype.newbyteorder(">")).astype(dtype).view(np.uint8).data
     return image_publisher.publish_bytes(data, layout.validate(len(data)), msg.header)

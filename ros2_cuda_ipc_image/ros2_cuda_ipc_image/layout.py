@@ -7,24 +7,27 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from ros2_cuda_ipc_core import InvalidDescriptorError
-from ros2_cuda_ipc_core.views import check_layout
+from ros2_cuda_ipc_core import InvalidDescriptorError, StridedLayout
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
 from .encodings import DTYPE_CODES, check_consistent, dtype_code
 
 
 @dataclass(frozen=True)
-class ImageLayout:
+class ImageLayout(StridedLayout):
     """Rows, columns, channels, their byte strides, the element type and the encoding (may be '')."""
 
     shape: tuple[int, int, int]
     strides: tuple[int, int, int]
     dtype: np.dtype
     encoding: str = ""
+
+    axis_names: ClassVar[tuple[str, ...]] = ("row", "column", "channel")
+    whole_elements: ClassVar[bool] = True  # every image consumer assumes it
 
     @property
     def row_bytes(self) -> int:
@@ -38,25 +41,13 @@ class ImageLayout:
         return (channels == 1 or self.strides[2] == item) and (cols == 1 or self.strides[1] == channels * item)
 
     @property
-    def byte_extent(self) -> int:
-        """Bytes from the first element to one past the last."""
-        return sum((n - 1) * s for n, s in zip(self.shape, self.strides, strict=True)) + self.dtype.itemsize
+    def padded_extent(self) -> int:
+        """Whole rows, the last row's padding included."""
+        return max(self.byte_extent, self.shape[0] * self.strides[0])
 
     def validate(self, byte_size: int) -> ImageLayout:
         """Raise InvalidDescriptorError naming the field that is wrong; return self if all is well."""
-        if any(n == 0 for n in self.shape):
-            raise InvalidDescriptorError(f"shape {self.shape} has a zero extent")
-        item = self.dtype.itemsize
-        for name, stride in zip(("row", "column", "channel"), self.strides, strict=True):
-            if stride % item:
-                raise InvalidDescriptorError(f"{name} stride {stride} is not a multiple of the {item}-byte element")
-        dims = sorted((s, n) for n, s in zip(self.shape, self.strides, strict=True) if n > 1)
-        reach = item
-        for stride, extent in dims:
-            if stride < reach:
-                raise InvalidDescriptorError(f"strides {self.strides} make elements of shape {self.shape} overlap")
-            reach = stride * extent
-        check_layout(self.shape, self.strides, item, 0, byte_size)
+        super().validate(byte_size)
         check_consistent(self.encoding, self.dtype, self.shape[2])
         return self
 
@@ -71,7 +62,7 @@ class ImageLayout:
             raise InvalidDescriptorError(f"shape {shape} and strides {strides} must have 3 entries each")
         if msg.dtype not in DTYPE_CODES:
             raise InvalidDescriptorError(f"dtype code {msg.dtype} is not one of GpuImage's DTYPE_* constants")
-        layout = cls(shape, strides, DTYPE_CODES[msg.dtype], msg.encoding)  # type: ignore[arg-type]
+        layout = cls(shape, strides, DTYPE_CODES[msg.dtype], msg.encoding)
         return layout.validate(int(msg.core.byte_size))
 
     def fill_message(self, msg: GpuImage) -> None:

@@ -63,12 +63,12 @@ def test_planar_layout_is_exported_without_a_copy(node):
         planes = np.arange(3 * 4 * 8, dtype=np.float32).reshape(3, 4, 8)
         frame.array[...] = 0
         block = pub.pool  # write channel-first into the block's bytes, then describe it with strides
-        raw = frame._block.view((3, 4, 8), np.float32)
+        raw = frame.block.view((3, 4, 8), np.float32)
         raw[...] = planes
         from ros2_cuda_ipc_image.layout import ImageLayout
 
         planar = ImageLayout((4, 8, 3), (8 * 4, 4, 4 * 8 * 4), np.dtype(np.float32), "32FC3")
-        msg = pub._publish(frame._block, planar, None, None)
+        msg = pub.publish_block(frame.block, planar)
         with ImageReader().read(msg) as view:
             assert view.strides == (32, 4, 128)
             np.testing.assert_array_equal(view.array, planes.transpose(1, 2, 0))
