@@ -1,7 +1,15 @@
-"""Test-wide settings: every run gets its own DDS domain, kept on this host."""
+"""Test-wide settings: every run gets its own DDS domain, kept on this host; test support is importable."""
 
 import os
 import random
+import sys
+from pathlib import Path
+
+# Test-only helpers (ack_flow) live outside the shipped packages; peer processes inherit PYTHONPATH.
+TEST_SUPPORT = str(Path(__file__).resolve().with_name("test_support"))
+if TEST_SUPPORT not in sys.path:
+    sys.path.insert(0, TEST_SUPPORT)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (TEST_SUPPORT, os.environ.get("PYTHONPATH")) if p)
 
 # Child processes inherit these, so real multi-process tests never see another run's traffic.
 os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(1, 100)))

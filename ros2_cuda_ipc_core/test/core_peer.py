@@ -103,13 +103,12 @@ def flow_controlled_publisher(pool: BlockManager, count: int, subscribers: int, 
     """Publish ``count`` blocks filled by ``fill(block, seq, extra) -> stream``, never more than a pool
     ahead of the slowest subscriber, so every message must be read; return the run's facts."""
     import rclpy
+    from ack_flow import AckGate, ack_qos
     from rclpy.serialization import serialize_message
-
-    from ros2_cuda_ipc_core.testing import AckGate, _qos
 
     rclpy.init()
     node = rclpy.create_node(f"{prefix}_publisher")
-    pub = node.create_publisher(BufferCore, f"{prefix}_blocks", _qos())
+    pub = node.create_publisher(BufferCore, f"{prefix}_blocks", ack_qos())
     gate = AckGate(node, f"{prefix}_acks")
     if not gate.wait_for_subscribers(subscribers):
         raise SystemExit(f"only {sorted(gate.acked)} of {subscribers} subscribers appeared within 60 s (DDS discovery)")
@@ -135,8 +134,7 @@ def flow_controlled_publisher(pool: BlockManager, count: int, subscribers: int, 
 def acking_subscriber(name: str, count: int, check, prefix: str) -> dict:
     """Read ``count`` descriptors with ``check(reader, core, seq, result) -> problem | None``; ack each one."""
     import rclpy
-
-    from ros2_cuda_ipc_core.testing import Acker, _qos
+    from ack_flow import Acker, ack_qos
 
     rclpy.init()
     node = rclpy.create_node(f"{prefix}_{name}")
@@ -156,7 +154,7 @@ def acking_subscriber(name: str, count: int, check, prefix: str) -> dict:
         acker.ack(expected[0])
         expected[0] += 1
 
-    node.create_subscription(BufferCore, f"{prefix}_blocks", on_block, _qos())
+    node.create_subscription(BufferCore, f"{prefix}_blocks", on_block, ack_qos())
     deadline = time.monotonic() + 150
     while expected[0] < count and time.monotonic() < deadline:
         if expected[0] == 0:

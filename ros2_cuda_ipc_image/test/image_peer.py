@@ -6,8 +6,8 @@ import time
 
 import numpy as np
 import rclpy
+from ack_flow import Acker, AckGate
 
-from ros2_cuda_ipc_core.testing import Acker, AckGate
 from ros2_cuda_ipc_image import ImagePublisher, ImageReader
 from ros2_cuda_ipc_msgs.msg import GpuImage
 

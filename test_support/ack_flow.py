@@ -1,9 +1,10 @@
-"""Test support for multi-process pipelines: acknowledgement-based flow control over a real topic.
+"""Test support (not shipped) for multi-process pipelines: acknowledgement-based flow control over a real topic.
 
 A publisher that must prove *every* message is read cannot outrun its readers by more than
 its pool: ``AckGate`` holds it back until the slowest subscriber has acknowledged, and
 ``Acker`` acknowledges only once this process's lease is really given back (CUDA leases go
-back asynchronously).
+back asynchronously).  The root ``conftest.py`` puts this folder on ``sys.path`` and ``PYTHONPATH``, so
+tests and the peer processes they start import it as ``ack_flow``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 _QOS_DEPTH = 100
 
 
-def _qos() -> Any:
+def ack_qos() -> Any:
+    """Reliable, deep enough that no acknowledgement or test message is dropped."""
     from rclpy.qos import QoSProfile, QoSReliabilityPolicy
 
     return QoSProfile(depth=_QOS_DEPTH, reliability=QoSReliabilityPolicy.RELIABLE)
@@ -28,7 +30,7 @@ class AckGate:
 
         self._node = node
         self.acked: dict[str, int] = {}
-        node.create_subscription(String, topic, self._on_ack, _qos())
+        node.create_subscription(String, topic, self._on_ack, ack_qos())
 
     def _on_ack(self, msg: Any) -> None:
         name, seq = msg.data.split()
@@ -58,7 +60,7 @@ class Acker:
         from std_msgs.msg import String
 
         self._string = String
-        self._publisher = node.create_publisher(String, topic, _qos())
+        self._publisher = node.create_publisher(String, topic, ack_qos())
         self._name = name
         self._reader = reader
 
