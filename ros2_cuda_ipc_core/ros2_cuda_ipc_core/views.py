@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import mmap
 import operator
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -48,9 +50,9 @@ def check_layout(shape: Sequence[int], strides: Sequence[int] | None, itemsize: 
     return shape, strides
 
 
-def host_array(buffer: object, start: int, limit: int, shape: Sequence[int], dtype: object,
+def host_array(buffer: mmap.mmap, start: int, limit: int, shape: Sequence[int], dtype: Any,
                strides: Sequence[int] | None, offset: int = 0) -> np.ndarray:
     """A numpy view into the window ``buffer[start:start + limit]``, its first element ``offset`` bytes in."""
-    dtype = np.dtype(dtype)
-    shape, strides = check_layout(shape, strides, dtype.itemsize, offset, limit)
-    return np.ndarray(shape, dtype=dtype, buffer=buffer, offset=start + offset, strides=strides)
+    element = np.dtype(dtype)
+    shape, strides = check_layout(shape, strides, element.itemsize, offset, limit)
+    return np.ndarray(shape, dtype=element, buffer=buffer, offset=start + offset, strides=strides)

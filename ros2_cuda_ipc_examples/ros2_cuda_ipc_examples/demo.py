@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,7 @@ def run_subscriber(args: argparse.Namespace) -> None:
     rclpy.init()
     node = rclpy.create_node("ros2_cuda_ipc_demo_subscriber")
     reader = Reader()
-    seen = {"verified": 0, "bad": 0, "dropped": 0, "read_us": []}
+    seen: dict[str, Any] = {"verified": 0, "bad": 0, "dropped": 0, "read_us": []}
 
     def on_frame(core: BufferCore) -> None:
         started = time.perf_counter()

@@ -62,6 +62,7 @@ class ImageToGpu(Node):
         self.memory = str(self.declare_parameter("memory", "auto").value)
         self.block_count = int(self.declare_parameter("block_count", 4).value)
         self.publisher: ImagePublisher | None = None
+        self._geometry: tuple[int, int, str, int] | None = None
         self.dropped = 0
         self.create_subscription(Image, "image", self._on_image, 10)
         self.create_timer(float(self.declare_parameter("stats_period", 10.0).value), self._log_stats)
