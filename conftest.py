@@ -5,6 +5,8 @@ import random
 import sys
 from pathlib import Path
 
+import pytest
+
 # Test-only helpers (ack_flow) live outside the shipped packages; peer processes inherit PYTHONPATH.
 TEST_SUPPORT = str(Path(__file__).resolve().with_name("test_support"))
 if TEST_SUPPORT not in sys.path:
@@ -16,3 +18,15 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(1, 100)
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_LOCALHOST_ONLY", "1")
 os.environ.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "0")
+
+
+@pytest.fixture(scope="module")
+def node():
+    """One real rclpy node per test module (rclpy initialised around it)."""
+    import rclpy
+
+    rclpy.init()
+    node = rclpy.create_node("ros2_cuda_ipc_test")
+    yield node
+    node.destroy_node()
+    rclpy.shutdown()

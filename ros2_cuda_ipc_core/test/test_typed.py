@@ -5,7 +5,6 @@ import gc
 
 import numpy as np
 import pytest
-import rclpy
 from typed_cloud import FIELDS, POINT_STEP, RecordLayout, RecordReader, expected
 
 from ros2_cuda_ipc_core import (
@@ -22,15 +21,6 @@ from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 
 HEIGHT, WIDTH = 3, 50
 LAYOUT = RecordLayout(HEIGHT, WIDTH, row_step=WIDTH * POINT_STEP + 10)  # padded rows
-
-
-@pytest.fixture(scope="module")
-def node():
-    rclpy.init()
-    node = rclpy.create_node("ros2_cuda_ipc_typed_test")
-    yield node
-    node.destroy_node()
-    rclpy.shutdown()
 
 
 @pytest.fixture

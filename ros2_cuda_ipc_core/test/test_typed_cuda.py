@@ -7,7 +7,6 @@ No CUDA kernel ever touches the unaligned field (a misaligned float load is a st
 
 import numpy as np
 import pytest
-import rclpy
 from typed_cloud import FIELDS, POINT_STEP, RecordLayout, RecordReader, expected
 
 from ros2_cuda_ipc_core import TypedPublisher
@@ -18,15 +17,6 @@ REASON = unavailable_reason(0)
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"needs a CUDA GPU: {REASON}")
 HEIGHT, WIDTH = 128, 1024
 LAYOUT = RecordLayout(HEIGHT, WIDTH, row_step=WIDTH * POINT_STEP + 64)
-
-
-@pytest.fixture(scope="module")
-def node():
-    rclpy.init()
-    node = rclpy.create_node("ros2_cuda_ipc_typed_cuda_test")
-    yield node
-    node.destroy_node()
-    rclpy.shutdown()
 
 
 def test_device_fields_dlpack_cai_and_strided_copies(node):
