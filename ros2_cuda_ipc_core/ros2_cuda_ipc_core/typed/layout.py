@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import numpy as np
 
 from ..errors import InvalidDescriptorError
-from ..views import check_layout, contiguous_strides
+from ..views import contiguous_strides
 
 _Layout = TypeVar("_Layout", bound="StridedLayout")
 
@@ -102,18 +102,24 @@ class StridedLayout:
         Refused: a zero extent, strides that make elements overlap, any byte outside ``[0, byte_size)``,
         and, when the class says :attr:`whole_elements`, a stride that is not a multiple of the element size.
         """
-        if any(n == 0 for n in self.shape):
-            raise InvalidDescriptorError(f"shape {self.shape} has a zero extent")
-        item = self.dtype.itemsize
+        shape, strides, item = self.shape, self.strides, self.dtype.itemsize
+        if len(strides) != len(shape):
+            raise InvalidDescriptorError(f"shape {shape} and strides {strides} differ in length")
+        if min(shape, default=1) <= 0:
+            raise InvalidDescriptorError(f"shape {shape} has a {'zero' if 0 in shape else 'negative'} extent")
         if self.whole_elements:
-            for index, stride in enumerate(self.strides):
+            for index, stride in enumerate(strides):
                 if stride % item:
                     raise InvalidDescriptorError(f"{self._axis(index)} stride {stride} is not a multiple of the "
                                                  f"{item}-byte element")
-        reach = item
-        for stride, extent in sorted((s, n) for n, s in zip(self.shape, self.strides, strict=True) if n > 1):
-            if stride < reach:
-                raise InvalidDescriptorError(f"strides {self.strides} make elements of shape {self.shape} overlap")
-            reach = stride * extent
-        check_layout(self.shape, self.strides, item, self.offset, byte_size)
+        reach, end = item, self.offset + item
+        for stride, extent in sorted(zip(strides, shape, strict=True)):
+            if extent > 1:  # from the innermost axis out: each must step over everything inside it
+                if stride < reach:
+                    raise InvalidDescriptorError(f"strides {strides} make elements of shape {shape} overlap")
+                reach = stride * extent
+                end += (extent - 1) * stride
+        if self.offset < 0 or end > byte_size:
+            raise InvalidDescriptorError(f"shape {shape} with strides {strides} at offset {self.offset} spans bytes "
+                                         f"[{self.offset}, {end}), outside the {byte_size} bytes available")
         return self
