@@ -2,8 +2,9 @@
 
 The typed packages use them for their single upload (``publish_array``, the sensor_msgs bridges),
 their single download, and to copy one strided array (a point-cloud field, say) into a dense one.
-CUDA copies are ``cuMemcpy2DAsync`` with unified addressing, ordered on the caller's stream, and wait
-for it, since either side may be the caller's host memory.  Host copies are numpy strided assignments.
+CUDA copies are ``cuMemcpy2DAsync`` (``cuMemcpyAsync`` for one dense span) with unified addressing,
+ordered on the caller's stream, and wait for it, since either side may be the caller's host memory.
+Host copies are numpy strided assignments.
 """
 
 from __future__ import annotations
@@ -86,12 +87,17 @@ def _copy_cuda(dst: int, src: int, axes: list[tuple[int, int, int]], element_byt
 
     from .cuda_context import on_device
 
-    rows, dst_pitch, src_pitch = axes[-1] if axes else (1, element_bytes, element_bytes)
+    handle = stream_handle(stream)
+    if not axes:  # one dense span: a plain copy, free of the 2D copy's pitch limit
+        with on_device(cuda_device):
+            driver_call(cu.cuMemcpyAsync, dst, src, element_bytes, handle)
+            driver_call(cu.cuStreamSynchronize, handle)
+        return
+    rows, dst_pitch, src_pitch = axes[-1]
     copy = cu.CUDA_MEMCPY2D()
     copy.srcMemoryType = copy.dstMemoryType = cu.CUmemorytype.CU_MEMORYTYPE_UNIFIED
     copy.srcPitch, copy.dstPitch = src_pitch, dst_pitch
     copy.WidthInBytes, copy.Height = element_bytes, rows
-    handle = stream_handle(stream)
     with on_device(cuda_device):
         for index in itertools.product(*(range(extent) for extent, _, _ in axes[:-1])):
             copy.dstDevice = dst + sum(i * d for i, (_, d, _) in zip(index, axes, strict=False))
