@@ -18,8 +18,23 @@ setup(
     maintainer_email="maintainers@ros2-cuda-ipc.dev",
     description="Example pipelines, demo and benchmark for ros2_cuda_ipc.",
     license="Apache-2.0",
-    entry_points={"console_scripts": [
-        "demo = ros2_cuda_ipc_examples.demo:main",
-        "benchmark = ros2_cuda_ipc_examples.benchmark:main",
-    ]},
+    entry_points={
+        "console_scripts": [
+            "demo = ros2_cuda_ipc_examples.demo:main",
+            "benchmark = ros2_cuda_ipc_examples.benchmark:main",
+            "container = ros2_cuda_ipc_examples.container:main",
+            "synthetic_camera = ros2_cuda_ipc_examples.camera:main",
+            "preprocess = ros2_cuda_ipc_examples.preprocess:main",
+            "inference_like = ros2_cuda_ipc_examples.inference:main",
+            "encoder_like = ros2_cuda_ipc_examples.encoder:main",
+            "preview = ros2_cuda_ipc_examples.preview:main",
+        ],
+        "ros2_cuda_ipc.components": [
+            "ros2_cuda_ipc_examples::SyntheticCamera = ros2_cuda_ipc_examples.camera:SyntheticCamera",
+            "ros2_cuda_ipc_examples::Preprocess = ros2_cuda_ipc_examples.preprocess:Preprocess",
+            "ros2_cuda_ipc_examples::InferenceLike = ros2_cuda_ipc_examples.inference:InferenceLike",
+            "ros2_cuda_ipc_examples::EncoderLike = ros2_cuda_ipc_examples.encoder:EncoderLike",
+            "ros2_cuda_ipc_examples::Preview = ros2_cuda_ipc_examples.preview:Preview",
+        ],
+    },
 )

@@ -21,5 +21,8 @@ setup(
     entry_points={"console_scripts": [
         "gpu_to_image = ros2_cuda_ipc_image.nodes:gpu_to_image_main",
         "image_to_gpu = ros2_cuda_ipc_image.nodes:image_to_gpu_main",
+    ], "ros2_cuda_ipc.components": [  # loadable by the examples' component container
+        "ros2_cuda_ipc_image::GpuToImage = ros2_cuda_ipc_image.nodes:GpuToImage",
+        "ros2_cuda_ipc_image::ImageToGpu = ros2_cuda_ipc_image.nodes:ImageToGpu",
     ]},
 )

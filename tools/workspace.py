@@ -133,6 +133,12 @@ def write_env_script(facts: dict[str, str], distro: str) -> Path:
         f"export AMENT_PREFIX_PATH={prefix}${{AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}}\n"
         f"export CMAKE_PREFIX_PATH={prefix}${{CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}}\n"
         f". {shlex.quote(str(ROOT / 'install' / 'setup.bash'))}\n"
+        "# Every package's executables (what `ros2 run <pkg> <exe>` starts), for shells without the ros2 CLI.\n"
+        f"for _pkg in {shlex.quote(str(ROOT / 'install'))}/*/lib/*/; do\n"
+        '    if [ "$(basename "$_pkg")" = "$(basename "$(dirname "$(dirname "$_pkg")")")" ]; then PATH="${_pkg%/}:$PATH"; fi\n'
+        "done\n"
+        "unset _pkg\n"
+        "export PATH\n"
     )
     return script
 

@@ -54,17 +54,19 @@ def run_tool(main: Callable[[], int | None]) -> int:
 
 
 def run_nodes(make_nodes: Callable[[], Sequence[Node]], *, args: list[str] | None = None,
-              executor: Executor | None = None) -> int:
+              executor: Executor | Callable[[], Executor] | None = None) -> int:
     """``rclpy.init``, spin the nodes ``make_nodes`` returns until SIGINT / SIGTERM, then tear down; returns 0.
 
     ``args`` are the command line (``--ros-args`` remappings and parameters apply to every node).
+    ``executor`` may be a factory (an executor class, say): it is called after ``rclpy.init``,
+    as an executor needs an initialized context.
     """
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.executors import Executor, SingleThreadedExecutor
 
     rclpy.init(args=args)
     nodes: list[Node] = []
-    spinner = executor or SingleThreadedExecutor()
+    spinner = executor if isinstance(executor, Executor) else (executor or SingleThreadedExecutor)()
     try:
         nodes = list(make_nodes())
         for node in nodes:

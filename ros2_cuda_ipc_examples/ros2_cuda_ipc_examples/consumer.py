@@ -1,0 +1,106 @@
+"""``ImageConsumer``: the part every example consumer shares: read a frame, check it, time it.
+
+A consumer subscribes to ``image`` (``GpuImage``; or ``sensor_msgs/Image`` with
+``transport:=sensor_msgs``, uploaded to the GPU when ``memory`` is CUDA, which is what a process
+boundary costs without ros2_cuda_ipc), reads the frame number from the picture, checks sampled
+pixels against it, hands the zero-copy array to :meth:`ImageConsumer.process`, and records the
+latency from the camera's stamp once the work is done.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sensor_msgs.msg import Image
+
+from ros2_cuda_ipc_core import Ros2CudaIpcError, StaleDescriptorError
+from ros2_cuda_ipc_image import ImageReader
+from ros2_cuda_ipc_msgs.msg import BufferCore, GpuImage
+
+from .arrays import ArrayBackend, choose_memory
+from .pipeline_node import ParameterError, PipelineNode
+from .scene import Probe, rgb_index
+
+__all__ = ["ImageConsumer"]
+
+
+class ImageConsumer(PipelineNode):
+    """Subclasses implement :meth:`process`; ``resized`` inputs (a DNN tensor) are checked within a tolerance."""
+
+    #: The topic read, and whether its images are a resized copy of the camera's.
+    input_topic = "image"
+    resized = False
+
+    def __init__(self, default_name: str, **kwargs: Any) -> None:
+        super().__init__(default_name, **kwargs)
+        self.transport = self.parameter("transport", "ipc")
+        self.reader = ImageReader()
+        self._probes: dict[tuple[int, int], tuple[Probe, Any, Any]] = {}
+        if self.transport == "ipc":
+            self.create_subscription(GpuImage, self.input_topic, self._on_gpu_image, 10)
+        elif self.transport == "sensor_msgs":
+            self.upload_memory, why = choose_memory(self.parameter("memory", "auto"))
+            self.get_logger().info(f"sensor_msgs/Image frames are uploaded to {self.upload_memory} memory ({why})")
+            self.create_subscription(Image, self.input_topic, self._on_image_msg, 2)
+        else:
+            raise ParameterError(f"transport {self.transport!r} is not one of ipc, sensor_msgs")
+
+    def process(self, image: Any, header: Any, encoding: str, arrays: ArrayBackend) -> None:
+        """Do this node's work on ``image``: a zero-copy, read-only (rows, cols, channels) array on
+        ``arrays``' stream, of ``encoding`` (see :func:`~ros2_cuda_ipc_examples.scene.rgb_index`)."""
+
+    def probe_values(self, image: Any, probe: Probe, ys: Any, xs: Any, arrays: ArrayBackend) -> np.ndarray:
+        """The pixels at the probe's points as 0..255 values, on the host (this waits for the frame's work)."""
+        return arrays.download(image[ys, xs])
+
+    def _probe(self, rows: int, cols: int, arrays: ArrayBackend) -> tuple[Probe, Any, Any]:
+        key = (rows, cols)
+        if key not in self._probes:
+            probe = Probe.for_image(rows, cols, resized=self.resized)
+            self._probes[key] = (probe, arrays.upload(probe.ys), arrays.upload(probe.xs))
+        return self._probes[key]
+
+    def _consume(self, image: Any, header: Any, encoding: str, arrays: ArrayBackend) -> None:
+        probe, ys, xs = self._probe(image.shape[0], image.shape[1], arrays)
+        self.process(image, header, encoding, arrays)
+        seq, good = probe.check(self.probe_values(image, probe, ys, xs, arrays), rgb_index(encoding))
+        self.frame_seen(seq)
+        self.counts["checked" if good else "bad"] += 1
+        if not good:
+            self.get_logger().warning(f"frame {seq} does not hold the picture it should", throttle_duration_sec=5.0)
+        self.latency_from(header.stamp)
+
+    def _on_gpu_image(self, msg: GpuImage) -> None:
+        self.counts["in"] += 1
+        arrays = self.backend("cuda" if msg.core.memory == BufferCore.MEMORY_CUDA else "host")
+        if arrays is None:
+            self.counts["bad"] += 1
+            return
+        try:
+            with arrays.activate(), self.reader.read(msg, arrays.stream) as view:
+                image = arrays.wrap(view)
+                self._consume(image, msg.header, msg.encoding, arrays)
+                del image
+        except StaleDescriptorError:
+            self.counts["stale"] += 1
+        except Ros2CudaIpcError as exc:
+            self.counts["bad"] += 1
+            self.get_logger().warning(f"frame dropped: {exc}", throttle_duration_sec=5.0)
+
+    def _on_image_msg(self, msg: Image) -> None:
+        self.counts["in"] += 1
+        arrays = self.backend(self.upload_memory)
+        if arrays is None:
+            self.counts["bad"] += 1
+            return
+        channels = msg.step // msg.width if msg.width else 0
+        rows = np.frombuffer(msg.data, dtype=np.uint8).reshape(msg.height, msg.step)
+        host = rows[:, : msg.width * channels].reshape(msg.height, msg.width, channels)
+        with arrays.activate():
+            self._consume(arrays.upload(host), msg.header, msg.encoding, arrays)
+
+    def extra_stats(self) -> dict[str, Any]:
+        stats = self.reader.stats()
+        return {"reads": stats["reads"], "same_process_reads": stats["same_process_reads"],
+                "leases_held": stats["leases_held"], "imports": stats["imports"]}

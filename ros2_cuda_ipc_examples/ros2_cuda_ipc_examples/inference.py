@@ -1,0 +1,136 @@
+"""``InferenceLike``: a small real network on the preprocessed tensor, timed per frame.
+
+    ros2 run ros2_cuda_ipc_examples inference_like --ros-args -p model:=tiny
+
+``model:=tiny`` (default) is two 3x3 stride-2 convolutions, global average pooling and a
+10-way linear layer with fixed seeded weights: torch on the tensor where it lies (GPU or host),
+or the same arithmetic in numpy where torch is not installed (it says so once). ``model:=mobilenet_v3_small``
+runs torchvision's smallest classifier (random weights) and needs torch and torchvision.
+The class index of each frame is published on ``class`` (``std_msgs/UInt32``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from typing import Any
+
+import numpy as np
+from std_msgs.msg import UInt32
+
+from .arrays import ArrayBackend
+from .consumer import ImageConsumer
+from .pipeline_node import ParameterError
+from .preprocess import IMAGENET_MEAN, IMAGENET_STD
+from .run_component import run_component
+from .scene import Probe
+
+__all__ = ["InferenceLike", "TinyNet", "main"]
+
+MODELS = ("tiny", "mobilenet_v3_small")
+
+
+class TinyNet:
+    """conv 3->8 (3x3, stride 2) + ReLU, conv 8->16 (3x3, stride 2) + ReLU, mean over pixels, linear 16->10."""
+
+    def __init__(self, seed: int = 0) -> None:
+        rng = np.random.default_rng(seed)
+        self.conv1 = rng.standard_normal((8, 3, 3, 3)).astype(np.float32) / np.sqrt(27)
+        self.conv2 = rng.standard_normal((16, 8, 3, 3)).astype(np.float32) / np.sqrt(72)
+        self.linear = rng.standard_normal((10, 16)).astype(np.float32) / 4
+
+    def numpy(self, chw: np.ndarray) -> int:
+        """Class index of one (3, rows, cols) image, in numpy."""
+        x = np.maximum(_conv3x3_stride2(chw.astype(np.float32), self.conv1), 0)
+        x = np.maximum(_conv3x3_stride2(x, self.conv2), 0)
+        return int(np.argmax(self.linear @ x.mean(axis=(1, 2))))
+
+    def torch_module(self, device: Any, dtype: Any) -> Any:
+        import torch
+
+        net = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False), torch.nn.ReLU(),
+            torch.nn.Conv2d(8, 16, 3, stride=2, padding=1, bias=False), torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(16, 10, bias=False))
+        with torch.no_grad():
+            for layer, weights in zip((net[0], net[2], net[6]), (self.conv1, self.conv2, self.linear), strict=True):
+                layer.weight.copy_(torch.from_numpy(weights))
+        return net.to(device=device, dtype=dtype).eval()
+
+
+def _conv3x3_stride2(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    padded = np.pad(x, ((0, 0), (1, 1), (1, 1)))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(1, 2))[:, ::2, ::2]
+    return np.einsum("chwij,ocij->ohw", windows, weights, optimize=True)
+
+
+class InferenceLike(ImageConsumer):
+    """Runs the network on each tensor from ``preprocessed``; latency is camera stamp to class on the host."""
+
+    input_topic = "preprocessed"
+    resized = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("inference_like", **kwargs)
+        self.model = self.parameter("model", "tiny")
+        if self.model not in MODELS:
+            raise ParameterError(f"model {self.model!r} is not one of {', '.join(MODELS)}")
+        self.has_torch = importlib.util.find_spec("torch") is not None
+        if self.model == "mobilenet_v3_small" and (not self.has_torch or importlib.util.find_spec("torchvision") is None):
+            raise ParameterError("model 'mobilenet_v3_small' needs torch and torchvision: pip install torch torchvision")
+        if not self.has_torch:
+            self.get_logger().info("torch is not installed: the tiny network runs in numpy (pip install torch for torch)")
+        self.tiny = TinyNet()
+        self._modules: dict[tuple[str, str], Any] = {}
+        self._model_ms: list[float] = []
+        self._classes = self.create_publisher(UInt32, "class", 10)
+        self._mean = np.array(IMAGENET_MEAN) * 255
+        self._std = np.array(IMAGENET_STD) * 255
+
+    def _module(self, tensor: Any) -> Any:
+        import torch
+
+        key = (str(tensor.device), str(tensor.dtype))
+        if key not in self._modules:
+            dtype = tensor.dtype if tensor.is_cuda else torch.float32  # half convolutions want a GPU
+            if self.model == "tiny":
+                self._modules[key] = self.tiny.torch_module(tensor.device, dtype)
+            else:
+                torchvision: Any = importlib.import_module("torchvision")
+                self._modules[key] = torchvision.models.mobilenet_v3_small(weights=None).to(tensor.device, dtype).eval()
+        return self._modules[key]
+
+    def process(self, image: Any, header: Any, encoding: str, arrays: ArrayBackend) -> None:
+        started = time.perf_counter()
+        if self.has_torch:
+            import torch
+
+            if arrays.name == "numpy":  # a small host copy: torch takes no read-only numpy array
+                nchw = torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1)))[None]
+            else:
+                nchw = (image if arrays.name == "torch" else torch.from_dlpack(image)).permute(2, 0, 1)[None]
+            module = self._module(nchw)
+            with torch.no_grad():
+                label = int(module(nchw.to(next(module.parameters()).dtype)).argmax())
+        else:
+            label = self.tiny.numpy(np.asarray(arrays.download(image)).transpose(2, 0, 1))
+        self._model_ms.append((time.perf_counter() - started) * 1e3)
+        self._classes.publish(UInt32(data=label))
+        self.counts["out"] += 1
+
+    def probe_values(self, image: Any, probe: Probe, ys: Any, xs: Any, arrays: ArrayBackend) -> np.ndarray:
+        normalized = arrays.download(image[ys, xs]).astype(np.float64)
+        return normalized * self._std + self._mean
+
+    def extra_stats(self) -> dict[str, Any]:
+        recent, self._model_ms = self._model_ms, []
+        return {**super().extra_stats(), "model": self.model, "torch": self.has_torch,
+                "model_ms_p50": round(float(np.median(recent)), 3) if recent else None}
+
+
+def main(argv: list[str] | None = None) -> None:
+    raise SystemExit(run_component(InferenceLike, argv))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""``PipelineNode``: an example node that counts its frames and reports them once a period.
+
+Every example node publishes a JSON report on ``pipeline_stats`` (``std_msgs/String``): totals
+since it started (frames in and out, checks, stale drops, lost frames) and the latency from the
+camera's stamp over the last period and over the whole run. The pipeline runner's live table
+and summary are made from these reports, the same way whether the nodes share a process or not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any, TypeVar
+
+import numpy as np
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
+from std_msgs.msg import String
+
+from .arrays import ArrayBackend, MemoryChoiceError, backend_for
+
+__all__ = ["STATS_TOPIC", "ParameterError", "PipelineNode"]
+
+STATS_TOPIC = "pipeline_stats"
+_MAX_LATENCIES = 100_000
+_Value = TypeVar("_Value", int, float, str, bool)
+
+
+class ParameterError(ValueError):
+    """A node parameter out of range; the message names it and what it must be."""
+
+
+class PipelineNode(Node):
+    """A node with frame counters, latency samples, a ``stats_period`` parameter and the report timer."""
+
+    def __init__(self, default_name: str, **kwargs: Any) -> None:
+        super().__init__(default_name, **kwargs)
+        self.counts = {"in": 0, "out": 0, "checked": 0, "bad": 0, "stale": 0, "lost": 0}
+        self._latencies: list[float] = []
+        self._window: list[float] = []
+        self._last_seq: int | None = None
+        self._backends: dict[str, ArrayBackend] = {}
+        self._reports = self.create_publisher(String, STATS_TOPIC, 10)
+        period = self.parameter("stats_period", 1.0)
+        if period <= 0:
+            raise ParameterError(f"stats_period must be positive, not {period}")
+        self.create_timer(period, self.report)
+
+    def parameter(self, name: str, default: _Value) -> _Value:
+        """Declare parameter ``name`` and return its value as the default's type (``fps:=30`` is 30.0)."""
+        value: Any = self.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True)).value
+        kind = type(default)
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            return kind(value)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ParameterError(f"parameter {name} must be a {kind.__name__}, not {value!r}")
+        return value
+
+    def backend(self, memory: str) -> ArrayBackend | None:
+        """The array library for frames in ``memory``, made once; None (said once, in the log) if there is none."""
+        if memory not in self._backends:
+            try:
+                self._backends[memory] = backend_for(memory)
+            except MemoryChoiceError as exc:
+                self.get_logger().error(f"cannot process {memory} frames: {exc}")
+                return None
+        return self._backends[memory]
+
+    def frame_seen(self, seq: int) -> None:
+        """Count frames the camera numbered but this node never got (dropped on the way)."""
+        if self._last_seq is not None and seq > self._last_seq + 1:
+            self.counts["lost"] += seq - self._last_seq - 1
+        self._last_seq = seq if self._last_seq is None else max(seq, self._last_seq)
+
+    def latency_from(self, stamp: Any) -> float:
+        """Milliseconds from the camera's ``stamp`` to now, recorded for the report."""
+        now = self.get_clock().now().nanoseconds
+        latency = (now - (stamp.sec * 1_000_000_000 + stamp.nanosec)) / 1e6
+        if len(self._latencies) < _MAX_LATENCIES:
+            self._latencies.append(latency)
+        self._window.append(latency)
+        return latency
+
+    def extra_stats(self) -> dict[str, Any]:
+        """What a node adds to its report (reader or pool counters)."""
+        return {}
+
+    def report(self) -> None:
+        window, self._window = self._window, []
+        stats = {"node": self.get_fully_qualified_name(), "kind": type(self).__name__, "pid": os.getpid(),
+                 "time": time.time(), **self.counts, "latency_ms": _percentiles(window),
+                 "latency_ms_total": _percentiles(self._latencies), **self.extra_stats()}
+        self._reports.publish(String(data=json.dumps(stats)))
+
+
+def _percentiles(samples: list[float]) -> dict[str, float | None]:
+    if not samples:
+        return {"p50": None, "p99": None, "n": 0}
+    p50, p99 = np.percentile(samples, [50, 99])
+    return {"p50": round(float(p50), 3), "p99": round(float(p99), 3), "n": len(samples)}

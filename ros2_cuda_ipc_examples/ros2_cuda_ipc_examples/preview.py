@@ -1,0 +1,71 @@
+"""``Preview``: the one node that copies frames to the CPU, for rviz, rosbag and a PNG snapshot.
+
+    ros2 run ros2_cuda_ipc_examples preview --ros-args -p rate:=2.0 -p snapshot_path:=/tmp/preview.png
+
+Every frame is checked where it lies; at most ``rate`` times a second one is downloaded and
+published as ``sensor_msgs/Image`` on ``preview`` and, every ``snapshot_period`` seconds, written
+to ``snapshot_path`` as a PNG (not at all when the path is empty).
+"""
+
+from __future__ import annotations
+
+import array
+import time
+from typing import Any
+
+import numpy as np
+from sensor_msgs.msg import Image
+
+from .arrays import ArrayBackend
+from .consumer import ImageConsumer
+from .pipeline_node import ParameterError
+from .png import write_png
+from .run_component import run_component
+from .scene import rgb_index
+
+__all__ = ["Preview", "main"]
+
+
+class Preview(ImageConsumer):
+    """Checks every frame from ``image``; downloads a few to ``preview`` and ``snapshot_path``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("preview", **kwargs)
+        self.rate = self.parameter("rate", 2.0)
+        self.snapshot_path = self.parameter("snapshot_path", "")
+        self.snapshot_period = self.parameter("snapshot_period", 1.0)
+        if self.rate <= 0 or self.snapshot_period <= 0:
+            raise ParameterError(f"rate ({self.rate}) and snapshot_period ({self.snapshot_period}) must be positive")
+        self._out = self.create_publisher(Image, "preview", 2)
+        self._last_download = self._last_snapshot = -float("inf")
+        self.downloads = self.snapshots = 0
+
+    def process(self, image: Any, header: Any, encoding: str, arrays: ArrayBackend) -> None:
+        now = time.monotonic()
+        if now - self._last_download < 1.0 / self.rate:
+            return
+        self._last_download = now
+        host = np.array(arrays.download(image), dtype=np.uint8, copy=True)  # the lease ends with this callback
+        rows, cols, channels = host.shape
+        msg = Image(header=header, height=rows, width=cols, encoding=encoding, step=cols * channels)
+        msg.data = array.array("B", host.tobytes())  # fast on every distro (Humble checks bytes one by one)
+        self._out.publish(msg)
+        self.downloads += 1
+        self.counts["out"] += 1
+        if self.snapshot_path and now - self._last_snapshot >= self.snapshot_period:
+            self._last_snapshot = now
+            order = list(rgb_index(encoding)) + ([3] if channels == 4 else [])
+            write_png(self.snapshot_path, np.ascontiguousarray(host[:, :, order]))
+            self.snapshots += 1
+
+    def extra_stats(self) -> dict[str, Any]:
+        return {**super().extra_stats(), "downloads": self.downloads, "snapshots": self.snapshots,
+                "snapshot_path": self.snapshot_path}
+
+
+def main(argv: list[str] | None = None) -> None:
+    raise SystemExit(run_component(Preview, argv))
+
+
+if __name__ == "__main__":
+    main()

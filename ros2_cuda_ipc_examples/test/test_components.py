@@ -1,0 +1,106 @@
+"""Every component runs as its own process and in the container, and ends on SIGINT with exit code 0."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+from processes import interrupt, start, wait_for_nodes
+
+from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
+from ros2_cuda_ipc_examples.registry import available_components
+
+#: Each component, its node name here, and the parameters and remappings it starts with on a CPU machine
+#: (the bridge nodes' sensor_msgs topics renamed: one process cannot have two types on one topic).
+COMPONENTS = {
+    "ros2_cuda_ipc_examples::SyntheticCamera": ("camera", ["memory:=host", "width:=160", "height:=120"], []),
+    "ros2_cuda_ipc_examples::Preprocess": ("preprocess", [], []),
+    "ros2_cuda_ipc_examples::InferenceLike": ("inference", [], []),
+    "ros2_cuda_ipc_examples::EncoderLike": ("encoder", [], []),
+    "ros2_cuda_ipc_examples::Preview": ("preview", [], []),
+    "ros2_cuda_ipc_image::GpuToImage": ("gpu_to_image", [], ["gpu_image:=image", "image:=image_out"]),
+    "ros2_cuda_ipc_image::ImageToGpu": ("image_to_gpu", [], ["image:=image_in", "gpu_image:=gpu_in"]),
+}
+
+
+def ros_args(name: str, namespace: str, params: list[str], remaps: list[str]) -> list[str]:
+    return ["--ros-args", "-r", f"__node:={name}", "-r", f"__ns:={namespace}",
+            *[arg for param in params for arg in ("-p", param)], *[arg for rule in remaps for arg in ("-r", rule)]]
+
+
+def assert_clean_stop(code: int, err: str, what: str) -> None:
+    assert code == 0, f"{what} exited with {code}:\n{err}"
+    assert "Traceback" not in err, f"{what} printed a traceback:\n{err}"
+
+
+def test_every_component_is_registered():
+    assert set(COMPONENTS) <= set(available_components())
+
+
+def test_each_component_as_its_own_process_stops_on_sigint(node):
+    namespace = "/own_process"
+    processes = {plugin: start("ros2_cuda_ipc_examples.run_component", plugin, *ros_args(name, namespace, *more))
+                 for plugin, (name, *more) in COMPONENTS.items()}
+    try:
+        wait_for_nodes(node, [f"{namespace}/{name}" for name, *_ in COMPONENTS.values()], processes.values())
+        time.sleep(1.0)  # a camera frame or two and a stats report: the nodes are working, not just constructed
+        for plugin, process in processes.items():
+            code, _, err = interrupt(process)
+            assert_clean_stop(code, err, plugin)
+    finally:
+        for process in processes.values():
+            process.kill()
+
+
+def test_all_components_in_one_container_stop_on_sigint(node):
+    namespace = "/composed"
+    args = []
+    for plugin, (name, params, remaps) in COMPONENTS.items():
+        args += ["--load", plugin, "--name", name, "--namespace", namespace]
+        args += [arg for param in params for arg in ("--param", param)]
+        args += [arg for rule in remaps for arg in ("--remap", rule)]
+    container = start("ros2_cuda_ipc_examples.container", *args, "--ros-args", "-r", "__ns:=/composed")
+    try:
+        wait_for_nodes(node, [f"{namespace}/{name}" for name, *_ in COMPONENTS.values()] + ["/composed/ComponentManager"],
+                       [container])
+        time.sleep(1.0)
+        code, _, err = interrupt(container)
+        assert_clean_stop(code, err, "container")
+        assert err.count("loaded ros2_cuda_ipc_examples::") == 5
+    finally:
+        container.kill()
+
+
+@pytest.mark.parametrize("module", ["camera", "preprocess", "inference", "encoder", "preview"])
+def test_console_entry_prints_its_documentation(module):
+    out = subprocess.run([sys.executable, "-m", f"ros2_cuda_ipc_examples.{module}", "--help"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "ros2 run ros2_cuda_ipc_examples" in out.stdout
+
+
+@pytest.mark.parametrize(("module", "params", "message"), [
+    ("camera", ["fps:=0.0"], "fps (0.0) must be positive"),
+    ("camera", ["width:=10", "memory:=host"], "below the smallest picture"),
+    ("camera", ["memory:=gpu"], "expected 'auto', 'cuda' or 'host'"),
+    ("preprocess", ["dtype:=int8"], "dtype ('int8') one of float32, float16"),
+    ("inference", ["model:=resnet"], "model 'resnet' is not one of tiny"),
+    ("encoder", ["downscale:=0"], "downscale must be at least 1"),
+    ("preview", ["rate:=0.0"], "must be positive"),
+    ("preview", ["transport:=zenoh"], "transport 'zenoh' is not one of ipc, sensor_msgs"),
+    ("camera", ["width:=wide"], "width"),
+])
+def test_bad_parameters_are_one_line_and_exit_code_2(module, params, message):
+    out = subprocess.run([sys.executable, "-m", f"ros2_cuda_ipc_examples.{module}", "--ros-args",
+                          *[arg for param in params for arg in ("-p", param)]],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert message in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.skipif(unavailable_reason(0) is None, reason="checks the message where there is no usable GPU")
+def test_camera_on_cuda_without_a_gpu_says_why():
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.camera", "--ros-args", "-p", "memory:=cuda"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "memory='cuda' cannot be used" in out.stderr and "Traceback" not in out.stderr

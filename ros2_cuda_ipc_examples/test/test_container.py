@@ -1,0 +1,159 @@
+"""The component container: Python API, command line, pipeline files, and rclcpp's services where they exist."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from rclpy.executors import SingleThreadedExecutor
+from std_msgs.msg import String
+
+from ros2_cuda_ipc_examples.container import ComponentContainer, ComponentLoadError, ComponentSpec, read_pipeline_file
+from ros2_cuda_ipc_examples.registry import UnknownComponentError
+
+CAMERA = "ros2_cuda_ipc_examples::SyntheticCamera"
+ENCODER = "ros2_cuda_ipc_examples::EncoderLike"
+SMALL_HOST_CAMERA = {"memory": "host", "width": 128, "height": 96, "fps": 50.0}
+
+
+@pytest.fixture()
+def container(node):
+    executor = SingleThreadedExecutor()
+    container = ComponentContainer(executor, namespace="/api")
+    executor.add_node(container)
+    executor.add_node(node)
+    yield container, executor
+    container.destroy_node()
+    executor.shutdown()
+
+
+def spin_until(executor, done, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not done() and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
+    return done()
+
+
+def test_load_list_unload(container):
+    container, _ = container
+    camera = container.load(CAMERA, name="camera", namespace="/api", parameters=SMALL_HOST_CAMERA)
+    encoder = container.load(ComponentSpec(ENCODER, name="encoder", namespace="/api", remappings={"image": "/api/image"}))
+    assert [(c.unique_id, c.full_name) for c in container.components] == [(1, "/api/camera"), (2, "/api/encoder")]
+    assert camera.node.get_parameter("width").value == 128
+    container.unload(camera.unique_id)
+    assert [c.full_name for c in container.components] == ["/api/encoder"]
+    with pytest.raises(KeyError, match="no component with unique id 1; loaded: \\[2\\]"):
+        container.unload(camera.unique_id)
+    container.unload(encoder.unique_id)
+    assert container.components == []
+
+
+def test_unknown_name_lists_what_is_available(container):
+    container, _ = container
+    with pytest.raises(UnknownComponentError) as error:
+        container.load("ros2_cuda_ipc_examples::Camera")
+    message = str(error.value)
+    assert "'ros2_cuda_ipc_examples::Camera'" in message
+    assert CAMERA in message and "ros2_cuda_ipc_image::GpuToImage" in message
+
+
+def test_refused_parameters_are_a_load_error(container):
+    container, _ = container
+    with pytest.raises(ComponentLoadError, match=r"SyntheticCamera could not be loaded: fps .* must be positive"):
+        container.load(CAMERA, parameters={"fps": -1.0})
+    assert container.components == []
+
+
+def test_components_in_one_container_read_through_the_same_process_path(container, node):
+    container, executor = container
+    frames = 12
+    reports = {}
+    node.create_subscription(String, "/api/pipeline_stats",
+                             lambda msg: reports.__setitem__(json.loads(msg.data)["node"], json.loads(msg.data)), 10)
+    container.load(ENCODER, name="encoder", namespace="/api")
+    container.load(CAMERA, name="camera", namespace="/api",
+                   parameters={**SMALL_HOST_CAMERA, "frames": frames, "wait_for_subscribers": 1, "start_delay": 0.2})
+    assert spin_until(executor, lambda: reports.get("/api/encoder", {}).get("checked") == frames), reports
+    encoder = reports["/api/encoder"]
+    assert encoder["bad"] == encoder["stale"] == encoder["lost"] == 0
+    assert encoder["same_process_reads"] == encoder["reads"] == frames
+
+
+def test_command_line_refuses_an_unknown_component_at_once():
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.container", "--load", "nope::Nope"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "no component named 'nope::Nope'; available:" in out.stderr
+    assert CAMERA in out.stderr and "Traceback" not in out.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_command_line_options_need_a_load_first():
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.container", "--param", "a:=1"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "--param must follow a --load" in out.stderr
+
+
+def test_command_line_lists_components():
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.container", "--list"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and CAMERA in out.stdout.split()
+
+
+def test_pipeline_file(tmp_path):
+    path = tmp_path / "pipeline.yaml"
+    path.write_text("executor: multi\ncomponents:\n"
+                    "  - plugin: ros2_cuda_ipc_examples::SyntheticCamera\n    name: camera\n"
+                    "    parameters: {width: 640, memory: host}\n    remappings: {image: /cam/image}\n")
+    specs, executor = read_pipeline_file(path)
+    assert executor == "multi"
+    assert specs == [ComponentSpec(CAMERA, "camera", None, {"width": 640, "memory": "host"}, {"image": "/cam/image"})]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("components: {}\n", "expected a mapping with a 'components' list"),
+    ("components:\n  - name: camera\n", "component 0 needs 'plugin'"),
+    ("components:\n  - plugin: a::B\n    params: {}\n", "got ['params']"),
+    ("executor: many\ncomponents: []\n", "executor must be 'single' or 'multi'"),
+    ("components: [\n", "while parsing"),
+])
+def test_bad_pipeline_files_name_the_problem(tmp_path, text, message):
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=None) as error:
+        read_pipeline_file(path)
+    assert message in str(error.value) and str(path) in str(error.value)
+
+
+def test_services_where_composition_interfaces_exists(container):
+    composition = pytest.importorskip("composition_interfaces.srv", reason="composition_interfaces is a ROS install's")
+    container, executor = container
+    node = container  # any node of the executor can be the client
+    load = node.create_client(composition.LoadNode, "/api/ComponentManager/_container/load_node")
+    listing = node.create_client(composition.ListNodes, "/api/ComponentManager/_container/list_nodes")
+    unload = node.create_client(composition.UnloadNode, "/api/ComponentManager/_container/unload_node")
+
+    def call(client, request):
+        assert spin_until(executor, client.service_is_ready)
+        future = client.call_async(request)
+        assert spin_until(executor, future.done)
+        return future.result()
+
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+
+    request = composition.LoadNode.Request(package_name="ros2_cuda_ipc_examples", plugin_name=CAMERA, node_name="cam",
+                                           node_namespace="/api")
+    request.parameters = [Parameter(name="memory", value=ParameterValue(type=ParameterType.PARAMETER_STRING,
+                                                                       string_value="host"))]
+    loaded = call(load, request)
+    assert loaded.success and loaded.full_node_name == "/api/cam" and loaded.unique_id == 1
+    missing = call(load, composition.LoadNode.Request(package_name="x", plugin_name="x::Y"))
+    assert not missing.success and CAMERA in missing.error_message
+    listed = call(listing, composition.ListNodes.Request())
+    assert list(listed.full_node_names) == ["/api/cam"] and list(listed.unique_ids) == [1]
+    assert call(unload, composition.UnloadNode.Request(unique_id=1)).success
+    gone = call(unload, composition.UnloadNode.Request(unique_id=1))
+    assert not gone.success and "no component with unique id 1" in gone.error_message
