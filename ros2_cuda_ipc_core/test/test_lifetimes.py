@@ -58,8 +58,10 @@ def test_50_closed_pools_leave_no_fds_or_mappings_here_or_in_a_reading_process()
             ours.append(resource_counts())
             theirs.append(ask(peer, ""))  # the peer checks liveness: the closed pool is dropped
             assert (theirs[-1]["pools_cached"], theirs[-1]["pools_open"], theirs[-1]["leases_held"]) == (0, 0, 0)
-        assert ours[-1] == ours[4], f"here: {ours[4]} after 5 pools, {ours[-1]} after 50"
-        assert {k: theirs[-1][k] for k in ("fds", "maps")} == {k: theirs[4][k] for k in ("fds", "maps")}, \
+        # Flat means no growth: 45 leaked pools would add 45+ of each, while an unrelated fd or mapping
+        # that another test left behind may go away meanwhile (seen on the H200).
+        assert all(ours[-1][k] <= ours[4][k] for k in ("fds", "maps")), f"here: {ours[4]} after 5 pools, {ours[-1]} after 50"
+        assert all(theirs[-1][k] <= theirs[4][k] for k in ("fds", "maps")), \
             f"reading process: {theirs[4]} after 5 pools, {theirs[-1]} after 50"
         assert reader.stats()["reads"] == 50 and theirs[-1]["reads"] == 50
     finally:
