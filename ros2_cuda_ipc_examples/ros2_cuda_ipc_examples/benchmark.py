@@ -1,163 +1,288 @@
-"""One-way latency, publish to consumer-ready, of frames through ros2_cuda_ipc against a bare descriptor.
+"""Frames between two ROS 2 processes: ros2_cuda_ipc (CUDA and host memory) against sensor_msgs/Image over DDS.
 
-    ros2 run ros2_cuda_ipc_examples benchmark [--memory cuda] [--sizes-mib 8 33] [--count 300]
+    benchmark [--mode latency|throughput|both] [--payloads 640x480 1920x1080 3840x2160] [--rates 30 100] [--out DIR]
+    python -m ros2_cuda_ipc_examples.benchmark ...          (the same)
 
-Two real processes.  For each frame size the publisher fills a block (and waits for the fill,
-so the fill is not counted), stamps CLOCK_MONOTONIC, publishes; the subscriber reads it on its
-own stream, waits until that stream may use the frame, and stamps again.  The baseline is the
-same GpuImage message with no frame behind it.  All modes run interleaved in one run, so the
-ratios compare like with like on a shared, noisy machine.
+This process publishes, a consumer process it starts subscribes; one run measures every transport,
+payload and rate back to back:
+  cuda         ros2_cuda_ipc, frames in GPU memory: the consumer gets the producer's block on its own stream
+  host         ros2_cuda_ipc, frames in host memory (memfd)
+  sensor_msgs  the same frame as sensor_msgs/Image over DDS; on a GPU the producer downloads it
+               and the consumer uploads it, as a GPU pipeline must; without a GPU, host to host
+  floor        the same GpuImage message with no frame behind it: what DDS alone costs
+Every consumer does the same work where the data lives: it sums the frame's 64-bit words (every byte
+touched; the sum also proves the frame is this frame), with torch or cupy on its own stream on a GPU,
+numpy on the host.
+Modes: latency: paced at each --rates, idle between frames; publish → consumer-ready p50/p90/p99/max,
+and the consumer's time split into arrival, read, view (__dlpack__), wait, work and release.
+throughput: as fast as the consumer acknowledges (--in-flight frames ahead at most): verified FPS, drops.
+Writes results.json, results.md and (with matplotlib) latency_cdf.png and fps.png under --out.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import functools
 import json
+import subprocess
+import sys
+import threading
 import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
 
-import numpy as np
+from ros2_cuda_ipc_examples.bench import plots, results
+from ros2_cuda_ipc_examples.bench.arrays import GPU_LIBRARIES, installed_gpu_libraries
+from ros2_cuda_ipc_examples.bench.cases import MODES, TRANSPORTS, Case, Plan, make_plan
+from ros2_cuda_ipc_examples.bench.consumer import DRAIN_S
+from ros2_cuda_ipc_examples.bench.payloads import DEFAULT_PAYLOADS, Payload, parse_payload
 
-from ros2_cuda_ipc_examples.two_process import add_role_argument, dispatch, run_roles
-
-TOPIC = "ros2_cuda_ipc_benchmark/frames"
-BASELINE = "descriptor"
-
-
-def _qos():
-    from rclpy.qos import QoSProfile, QoSReliabilityPolicy
-
-    return QoSProfile(depth=50, reliability=QoSReliabilityPolicy.RELIABLE)
+CONSUMER_START_TIMEOUT_S = 60.0
 
 
-def _stamp(msg, nanoseconds: int) -> None:
-    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(nanoseconds, 1_000_000_000)
+class ConsumerFailed(RuntimeError):
+    """The consumer process ended before the run did."""
 
 
-def _cuda_stream(device: int):
-    from cuda.core import Device
+def _bounded(kind: type, low: float, high: float) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text} is outside {low:g}..{high:g}")
+        return value
+    return parse
 
-    dev = Device(device)
-    dev.set_current()
-    return dev.create_stream()
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The module docstring as written, and every option's default."""
 
 
-def run_publisher(args: argparse.Namespace) -> None:
-    import rclpy
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="benchmark", description=__doc__, formatter_class=_HelpFormatter)
+    parser.add_argument("--mode", choices=[*MODES, "both"], default="both", help="what to measure")
+    parser.add_argument("--memory", choices=["auto", "cuda", "host"], default="auto",
+                        help="where frames live: auto = the GPU when one is usable (and torch or cupy is installed), "
+                             "else host memory, saying why")
+    parser.add_argument("--transports", nargs="+", choices=TRANSPORTS, default=list(TRANSPORTS),
+                        help="transports to run; cuda is skipped (with one line) when frames live in host memory")
+    parser.add_argument("--payloads", nargs="+", type=parse_payload, default=list(DEFAULT_PAYLOADS),
+                        help="rgba8 images as WIDTHxHEIGHT")
+    parser.add_argument("--rates", nargs="+", type=_bounded(float, 0.1, 10000), default=[30.0],
+                        help="latency mode: frames per second, one pass per rate")
+    parser.add_argument("--frames", type=_bounded(int, 1, 1_000_000), default=300,
+                        help="measured frames per case (transport x payload x rate)")
+    parser.add_argument("--warmup", type=_bounded(int, 0, 10_000), default=5,
+                        help="frames sent first in each case and not measured (pool import, first-use costs)")
+    parser.add_argument("--blocks", type=_bounded(int, 2, 64), default=4, help="blocks per ros2_cuda_ipc pool")
+    parser.add_argument("--in-flight", type=_bounded(int, 1, 63), default=2,
+                        help="throughput mode: frames sent and not yet acknowledged by the consumer, at most")
+    parser.add_argument("--gpu-library", choices=["auto", *GPU_LIBRARIES], default="auto",
+                        help="who touches GPU frames in both processes: auto = torch if installed, else cupy")
+    parser.add_argument("--out", type=Path, default=Path("benchmark-results"), help="directory for the outputs")
+    return parser
 
-    from ros2_cuda_ipc_core import BlockManager
-    from ros2_cuda_ipc_msgs.msg import GpuImage
 
-    rclpy.init()
-    node = rclpy.create_node("ros2_cuda_ipc_benchmark_publisher")
-    pub = node.create_publisher(GpuImage, TOPIC, _qos())
-    pools = {size: BlockManager(size << 20, block_count=4, memory=args.memory, reuse_delay=0.0) for size in args.sizes_mib}
-    stream = _cuda_stream(0) if args.memory == "cuda" else None
-    while pub.get_subscription_count() == 0:
-        rclpy.spin_once(node, timeout_sec=0.05)
-    time.sleep(1.0)
-    modes = [BASELINE, *map(str, args.sizes_mib)]
-    for index in range(args.count * len(modes)):
-        mode = modes[index % len(modes)]
-        msg = GpuImage()
-        msg.header.frame_id = mode
-        if mode != BASELINE:
-            pool = pools[int(mode)]
-            block = pool.acquire_for_publish(timeout=1.0)
-            if block is None:
-                continue
-            with block:
-                _fill(block, index, stream)
-                _stamp(msg, time.monotonic_ns())
-                msg.core = block.prepare_publish(stream)
+def gpu_unavailable_reason() -> str | None:
+    """None when a CUDA pool can be made here, else why not (one line)."""
+    from ros2_cuda_ipc_core import BlockManager, CudaUnavailableError
+
+    try:
+        with BlockManager(1, block_count=1, memory="cuda"):
+            return None
+    except CudaUnavailableError as exc:
+        return str(exc)
+
+
+def resolve_plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[Plan, list[str]]:
+    """Check the arguments together and against this machine; the plan, and the notes to print (one line each)."""
+    if args.in_flight >= args.blocks:
+        parser.error(f"--in-flight {args.in_flight} must be below --blocks {args.blocks}: the producer needs a free block")
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out} exists and is not a directory")
+    notes: list[str] = []
+    transports = list(dict.fromkeys(args.transports))
+    memory, library = args.memory, None
+    cuda_asked = args.memory == "cuda" or (args.memory == "auto" and "cuda" in transports)
+    if cuda_asked:
+        reason = gpu_unavailable_reason()
+        if reason is None:
+            installed = installed_gpu_libraries() if args.gpu_library == "auto" else \
+                [name for name in installed_gpu_libraries() if name == args.gpu_library]
+            if installed:
+                memory, library = "cuda", installed[0]
+            else:
+                wanted = "torch or cupy" if args.gpu_library == "auto" else args.gpu_library
+                reason = f"a GPU is here, but the on-device reduction needs {wanted}, which is not installed"
+        if reason is not None:
+            if args.memory == "cuda":
+                parser.error(f"--memory cuda: {reason}")
+            memory = "host"
+            notes.append(f"benchmark: no GPU run ({reason}): cuda rows skipped, sensor_msgs runs host to host")
+    elif args.memory == "auto":
+        memory = "host"
+    if memory == "host" and "cuda" in transports:
+        if args.memory == "host":
+            notes.append("benchmark: --memory host: cuda rows skipped")
+        transports.remove("cuda")
+    if not transports:
+        parser.error("no transport left to run on this machine")
+    modes = list(MODES) if args.mode == "both" else [args.mode]
+    payloads: list[Payload] = list(dict.fromkeys(  # argparse does not convert a list default
+        p if isinstance(p, Payload) else parse_payload(p) for p in args.payloads))
+    plan = make_plan(modes, transports, payloads, list(dict.fromkeys(args.rates)), args.frames, args.warmup,
+                     memory, library, args.blocks, args.in_flight)
+    return plan, notes
+
+
+class Progress:
+    """One live line on a terminal; one line per finished case otherwise (logs, CI)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.live = sys.stdout.isatty()
+        self._width = 0
+
+    def _write(self, text: str, end: str) -> None:
+        pad = max(0, self._width - len(text)) if self.live else 0
+        sys.stdout.write(("\r" if self.live else "") + text + " " * pad + end)
+        sys.stdout.flush()
+        self._width = 0 if end else len(text)
+
+    def frame(self, case: Case, seq: int) -> None:
+        if self.live:
+            self._write(f"[{case.index + 1}/{self.total}] {case.title}: frame {seq}/{case.total_frames}", "")
+
+    def finished(self, case: Case, result: dict[str, Any]) -> None:
+        if case.rate is None:
+            outcome = f"{result['fps']:,.1f} FPS"
+        elif "ready" in result["stats_us"]:
+            ready = result["stats_us"]["ready"]
+            outcome = f"ready p50 {ready['p50']:,.0f} us, p99 {ready['p99']:,.0f} us"
         else:
-            _stamp(msg, time.monotonic_ns())
-        pub.publish(msg)
-        time.sleep(1 / args.rate)
-    end = GpuImage()
-    end.header.frame_id = "end"
-    for _ in range(20):
-        pub.publish(end)
-        time.sleep(0.05)
-    for pool in pools.values():
-        pool.close()
-    print(json.dumps({"sent": args.count * len(modes)}), flush=True)
-    node.destroy_node()
-    rclpy.shutdown()
+            outcome = "no frame arrived"
+        problems = ", ".join(f"{result[key]} {key}" for key in ("dropped", "bad", "stale", "errors") if result[key])
+        self._write(f"[{case.index + 1}/{self.total}] {case.title}: {outcome}, "
+                    f"{result['verified']}/{case.frames} verified" + (f" ({problems})" if problems else ""), "\n")
 
 
-def _fill(block, value: int, stream) -> None:
-    if block.memory == "cuda":
-        from cuda.bindings import driver
+class ConsumerProcess:
+    """The consumer, started with the plan; its stderr is kept so that its failure can be shown at once."""
 
-        driver.cuMemsetD8Async(block.device_ptr, value & 255, block.capacity, int(stream.handle))
-        stream.sync()
-    else:
-        block.view((block.capacity,), np.uint8).fill(value & 255)
+    def __init__(self, plan: Plan) -> None:
+        command = [sys.executable, "-m", "ros2_cuda_ipc_examples.bench.consumer", json.dumps(plan.to_json())]
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.stderr: collections.deque[str] = collections.deque(maxlen=40)
+        self._reader = threading.Thread(target=self._keep_stderr, daemon=True)
+        self._reader.start()
+
+    def _keep_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.stderr.append(line.rstrip())
+
+    def check(self) -> None:
+        code = self.process.poll()
+        if code is not None:
+            self._reader.join(timeout=1.0)
+            raise ConsumerFailed(f"the consumer process (pid {self.process.pid}) exited with code {code}"
+                                 + (":\n  " + "\n  ".join(self.stderr) if self.stderr else " and printed nothing"))
+
+    def stop(self, timeout: float) -> None:
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.terminate()
+            self.process.wait(timeout=5)
 
 
-def run_subscriber(args: argparse.Namespace) -> None:
+def run(args: argparse.Namespace, plan: Plan, notes: list[str]) -> int:
     import rclpy
 
-    from ros2_cuda_ipc_core import Reader
-    from ros2_cuda_ipc_msgs.msg import GpuImage
+    from ros2_cuda_ipc_examples.bench.producer import Producer
 
+    for note in notes:
+        print(note, flush=True)
+    paced = sum(case.total_frames / case.rate for case in plan.cases if case.rate)
+    transports = list(dict.fromkeys(case.transport for case in plan.cases))
+    print(f"benchmark: {len(plan.cases)} cases ({', '.join(transports)}; frames in {plan.memory} memory"
+          f"{f', {plan.gpu_library} on the GPU' if plan.gpu_library else ''}); paced cases take {paced:.0f} s; "
+          f"outputs in {args.out}/", flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    run_record = new_run_record(args, plan, notes)
+    consumer = ConsumerProcess(plan)
     rclpy.init()
-    node = rclpy.create_node("ros2_cuda_ipc_benchmark_subscriber")
-    reader = Reader()
-    stream = _cuda_stream(0) if args.memory == "cuda" else None
-    latencies: dict[str, list[float]] = {}
-    done = []
-
-    def on_msg(msg: GpuImage) -> None:
-        if msg.header.frame_id == "end":
-            done.append(True)
-            return
-        arrived = ready = time.monotonic_ns()
-        if msg.header.frame_id != BASELINE:
-            with reader.read(msg.core, stream):
-                if stream is not None:
-                    stream.sync()  # consumer-ready: the consumer's stream has passed the producer's event
-                ready = time.monotonic_ns()
-        sent = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        latencies.setdefault(msg.header.frame_id, []).append((ready - sent) / 1000)
-        latencies.setdefault(msg.header.frame_id + " dds", []).append((arrived - sent) / 1000)
-
-    node.create_subscription(GpuImage, TOPIC, on_msg, _qos())
-    deadline = time.monotonic() + args.count * (len(args.sizes_mib) + 1) / args.rate + 60
-    while not done and time.monotonic() < deadline:
-        rclpy.spin_once(node, timeout_sec=0.1)
-    summary = {mode: {"n": len(v), "p50_us": float(np.percentile(v, 50)), "p99_us": float(np.percentile(v, 99))}
-               for mode, v in latencies.items()}
-    print(json.dumps(summary), flush=True)
-    node.destroy_node()
-    rclpy.shutdown()
-
-
-def run_benchmark(args: argparse.Namespace) -> int:
-    print(f"benchmark: {args.count} messages per mode ({BASELINE} + {args.sizes_mib} MiB {args.memory} frames), "
-          f"interleaved at {args.rate:g} Hz", flush=True)
-    argv = ["--memory", args.memory, "--count", str(args.count), "--rate", str(args.rate),
-            "--sizes-mib", *map(str, args.sizes_mib)]
-    _, summary, _, _ = run_roles(__file__, argv, timeout=args.count * (len(args.sizes_mib) + 1) / args.rate + 60)
-    if summary is None:
+    node = rclpy.create_node("ros2_cuda_ipc_benchmark_producer")
+    producer = None
+    try:
+        producer = Producer(node, plan, consumer.check)
+        if not producer.wait_for_consumer(CONSUMER_START_TIMEOUT_S):
+            raise ConsumerFailed(f"the consumer did not discover this process's publishers within "
+                                 f"{CONSUMER_START_TIMEOUT_S:g} s (is ROS_DOMAIN_ID or ROS_LOCALHOST_ONLY set differently?)")
+        progress = Progress(len(plan.cases))
+        for case in plan.cases:
+            sent = producer.run_case(case, functools.partial(progress.frame, case))
+            report = producer.finish_case(case, sent, timeout=DRAIN_S + 30)
+            result = results.case_result(case, sent, report)
+            run_record["results"].append(result)
+            progress.finished(case, result)
+        producer.quit()
+        consumer.stop(timeout=10)
+    except ConsumerFailed as exc:
+        print(f"\nbenchmark: {exc}", file=sys.stderr, flush=True)
         return 1
-    base_p50, base_p99 = summary[BASELINE]["p50_us"], summary[BASELINE]["p99_us"]
-    print(f"{'mode':>16} {'n':>5} {'p50 us':>9} {'p99 us':>9} {'p50 ratio':>10} {'p99 ratio':>10}")
-    for mode, row in summary.items():
-        label = mode if mode.split()[0] == BASELINE else f"{mode} MiB".replace(" dds MiB", " MiB dds")
-        print(f"{label:>16} {row['n']:>5} {row['p50_us']:>9.1f} {row['p99_us']:>9.1f} "
-              f"{row['p50_us'] / base_p50:>10.2f} {row['p99_us'] / base_p99:>10.2f}")
-    return 0
+    finally:
+        if producer is not None:
+            producer.close()
+        node.destroy_node()
+        rclpy.try_shutdown()
+        if consumer.process.poll() is None:
+            consumer.process.terminate()
+            consumer.process.wait(timeout=5)
+        if run_record["results"]:
+            write_outputs(args.out, run_record)
+    return 0 if all(result["bad"] == 0 for result in run_record["results"]) else 1
+
+
+def new_run_record(args: argparse.Namespace, plan: Plan, notes: list[str]) -> dict[str, Any]:
+    """What results.json holds besides the results: the command, its settings, the machine."""
+    settings = {key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items()}
+    settings.update(payloads=[payload.name for payload in plan.payloads], memory_used=plan.memory,
+                    gpu_library_used=plan.gpu_library, notes=notes)
+    return {"command": ["benchmark", *sys.argv[1:]], "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "settings": settings, "machine": results.machine(plan.gpu_library), "results": []}
+
+
+def write_outputs(out: Path, run_record: dict[str, Any]) -> None:
+    """results.json, results.md and the plots; prints the tables and what was written."""
+    run_record["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    results.write_json(out / "results.json", run_record)
+    table = results.markdown(run_record)
+    (out / "results.md").write_text(table + "\n")
+    print("\n" + table, flush=True)
+    written = [out / "results.json", out / "results.md"]
+    missing = plots.matplotlib_missing()
+    if missing:
+        print(f"benchmark: {missing}", flush=True)
+    else:
+        written += plots.draw(run_record["results"], out)
+    print("benchmark: wrote " + ", ".join(str(path) for path in written), flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--memory", choices=["host", "cuda"], default="cuda")
-    parser.add_argument("--sizes-mib", type=int, nargs="+", default=[8, 33])
-    parser.add_argument("--count", type=int, default=300)
-    parser.add_argument("--rate", type=float, default=100.0)
-    add_role_argument(parser, "benchmark")
-    dispatch(parser.parse_args(argv), run_publisher, run_subscriber, run_benchmark)
+    from ros2_cuda_ipc_core import run_tool
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    plan, notes = resolve_plan(parser, args)
+    started = time.monotonic()
+    code = run_tool(lambda: run(args, plan, notes))
+    print(f"benchmark: done in {time.monotonic() - started:.0f} s", flush=True)
+    raise SystemExit(code)
 
 
 if __name__ == "__main__":

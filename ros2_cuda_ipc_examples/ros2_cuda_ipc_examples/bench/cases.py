@@ -1,0 +1,79 @@
+"""The run's plan: every (mode, rate, payload, transport) case, in the order both processes run them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .payloads import Payload
+
+TRANSPORTS = ("cuda", "host", "sensor_msgs", "floor")
+TRANSPORT_LABELS = {
+    "cuda": "ros2_cuda_ipc cuda",
+    "host": "ros2_cuda_ipc host",
+    "sensor_msgs": "sensor_msgs over DDS",
+    "floor": "descriptor only (floor)",
+}
+MODES = ("latency", "throughput")
+
+
+@dataclass(frozen=True)
+class Case:
+    """``frames`` measured frames (after ``warmup`` unmeasured ones) of one payload through one transport."""
+
+    index: int
+    mode: str
+    transport: str
+    payload: Payload
+    rate: float | None  # frames per second in latency mode; None: as fast as the pipeline goes
+    frames: int
+    warmup: int
+
+    @property
+    def total_frames(self) -> int:
+        return self.warmup + self.frames
+
+    @property
+    def title(self) -> str:
+        pace = f"{self.rate:g} Hz" if self.rate else "max rate"
+        return f"{self.mode} {pace} {self.payload.name} {TRANSPORT_LABELS[self.transport]}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What both processes need to know: the cases, where frames live, and who touches the bytes on a GPU."""
+
+    cases: tuple[Case, ...]
+    memory: str  # "cuda" or "host": where sensor_msgs frames start and end
+    gpu_library: str | None
+    blocks: int
+    in_flight: int
+
+    @property
+    def payloads(self) -> list[Payload]:
+        return list(dict.fromkeys(case.payload for case in self.cases))
+
+    def pools(self) -> list[tuple[str, Payload]]:
+        """(memory, payload) of every ros2_cuda_ipc publisher the producer keeps for the whole run."""
+        pairs = {(case.transport, case.payload) for case in self.cases if case.transport in ("cuda", "host")}
+        return sorted(pairs, key=lambda pair: (pair[0], pair[1].byte_size))
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Plan:
+        cases = tuple(Case(**{**case, "payload": Payload(**case["payload"])}) for case in data["cases"])
+        return cls(**{**data, "cases": cases})
+
+
+def make_plan(modes: list[str], transports: list[str], payloads: list[Payload], rates: list[float], frames: int,
+              warmup: int, memory: str, gpu_library: str | None, blocks: int, in_flight: int) -> Plan:
+    """Cases grouped by mode and rate, then payload; a payload's transports run back to back."""
+    cases: list[Case] = []
+    for mode in modes:
+        for rate in rates if mode == "latency" else [None]:
+            for payload in payloads:
+                for transport in transports:
+                    cases.append(Case(len(cases), mode, transport, payload, rate, frames, warmup))
+    return Plan(tuple(cases), memory, gpu_library, blocks, in_flight)

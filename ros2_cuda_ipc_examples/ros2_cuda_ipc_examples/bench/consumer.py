@@ -1,0 +1,243 @@
+"""The consumer process: receives every case's frames, times each step, checks every frame, reports per case.
+
+    python -m ros2_cuda_ipc_examples.bench.consumer PLAN_JSON      (started by ``benchmark``)
+
+Steps, in microseconds, for each frame (stamped by the producer right before it published):
+``arrival`` (publish to callback), ``read`` (``ImageReader.read``; sensor_msgs: the upload or wrap),
+``view`` (``torch.from_dlpack`` / ``cupy.from_dlpack`` / ``np.asarray``; sensor_msgs: the reshape),
+``wait`` (the consumer stream catching up with the producer), ``ready`` (publish to consumer-ready),
+``work`` (the reduction over every byte), ``release`` (dropping the tensor and closing the view), ``total``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ros2_cuda_ipc_core import Ros2CudaIpcError, StaleDescriptorError, run_tool
+
+from .arrays import HostArrays, gpu_arrays
+from .cases import Case, Plan
+from .protocol import (
+    ACK_TOPIC,
+    COMMAND_TOPIC,
+    GPU_TOPIC,
+    REPORT_TOPIC,
+    SENSOR_TOPIC,
+    control_qos,
+    data_qos,
+    expected_checksum,
+    frame_id,
+    now_ns,
+    parse_frame_id,
+    stamp_ns,
+)
+
+PHASES = ("arrival", "read", "view", "wait", "ready", "work", "release", "total")
+#: After the producer's "end", a case is reported once every sent frame came, or after this long without one.
+DRAIN_S = 2.0
+
+
+@dataclass
+class ReceivedFrames:
+    """The consumer's account of one case (counts are of measured frames, ``bad`` of every frame)."""
+
+    received: int = 0
+    measured: int = 0
+    verified: int = 0
+    bad: int = 0
+    stale: int = 0
+    errors: int = 0
+    last_error: str = ""
+    last_arrival: float = 0.0
+    done_ns: int = 0
+    samples: dict[str, list[float]] = field(default_factory=lambda: {phase: [] for phase in PHASES})
+
+    def report(self, case: int) -> dict[str, Any]:
+        samples = {phase: [round(v, 1) for v in values] for phase, values in self.samples.items() if values}
+        return {"case": case, "received": self.received, "measured": self.measured, "verified": self.verified,
+                "bad": self.bad, "stale": self.stale, "errors": self.errors, "last_error": self.last_error,
+                "done_ns": self.done_ns, "samples_us": samples}
+
+
+class Consumer:
+    def __init__(self, node: Any, plan: Plan) -> None:
+        from sensor_msgs.msg import Image
+        from std_msgs.msg import String
+
+        from ros2_cuda_ipc_image import ImageReader
+        from ros2_cuda_ipc_msgs.msg import GpuImage
+
+        self.node = node
+        self.plan = plan
+        self.cases = {case.index: case for case in plan.cases}
+        self.host = HostArrays()
+        self.gpu = gpu_arrays(plan.gpu_library) if plan.gpu_library else None
+        self.images = ImageReader()
+        self.frames: dict[int, ReceivedFrames] = {}
+        self.ending: dict[int, tuple[int, float]] = {}
+        self.quit = False
+        self.started = False
+        self._string = String
+        self.reports = node.create_publisher(String, REPORT_TOPIC, control_qos())
+        self.acks = node.create_publisher(String, ACK_TOPIC, control_qos())
+        node.create_subscription(GpuImage, GPU_TOPIC, self.on_gpu_image, data_qos())
+        node.create_subscription(Image, SENSOR_TOPIC, self.on_sensor_image, data_qos())
+        node.create_subscription(String, COMMAND_TOPIC, self.on_command, control_qos())
+        transports = [case.transport for case in plan.cases]
+        self.expected_publishers = {GPU_TOPIC: len(plan.pools()) + ("floor" in transports),
+                                    SENSOR_TOPIC: int("sensor_msgs" in transports)}
+
+    # --- frames -------------------------------------------------------------------------------------
+
+    def on_gpu_image(self, msg: Any) -> None:
+        arrived = now_ns()
+        case, seq = self._start(msg.header)
+        if case.transport == "floor":
+            self._record(case, seq, stamp_ns(msg.header), arrived, None, True)
+            return
+        arrays = self.gpu if case.transport == "cuda" else self.host
+        assert arrays is not None
+        try:
+            times = [now_ns()]
+            with self.images.read(msg, arrays.stream) as view:
+                times.append(now_ns())
+                frame = arrays.from_view(view)
+                times.append(now_ns())
+                arrays.synchronize()
+                times.append(now_ns())
+                checksum = arrays.checksum(frame)
+                times.append(now_ns())
+                del frame
+            times.append(now_ns())
+        except StaleDescriptorError:
+            self._dropped(case, seq, "stale")
+            return
+        except Ros2CudaIpcError as exc:
+            self._dropped(case, seq, "errors", str(exc))
+            return
+        self._record(case, seq, stamp_ns(msg.header), arrived, times,
+                     checksum == expected_checksum(case.payload.byte_size, seq))
+
+    def on_sensor_image(self, msg: Any) -> None:
+        arrived = now_ns()
+        case, seq = self._start(msg.header)
+        arrays = self.gpu if self.plan.memory == "cuda" else self.host
+        assert arrays is not None
+        times = [now_ns()]
+        flat = arrays.upload(msg.data)
+        times.append(now_ns())
+        frame = flat.reshape(msg.height, msg.width, 4)
+        times.append(now_ns())
+        arrays.synchronize()
+        times.append(now_ns())
+        checksum = arrays.checksum(frame)
+        times.append(now_ns())
+        del frame, flat
+        times.append(now_ns())
+        self._record(case, seq, stamp_ns(msg.header), arrived, times,
+                     checksum == expected_checksum(case.payload.byte_size, seq))
+
+    def _start(self, header: Any) -> tuple[Case, int]:
+        self.started = True
+        index, seq = parse_frame_id(header.frame_id)
+        frames = self.frames.setdefault(index, ReceivedFrames())
+        frames.received += 1
+        frames.last_arrival = time.monotonic()
+        return self.cases[index], seq
+
+    def _record(self, case: Case, seq: int, sent: int, arrived: int, times: list[int] | None, good: bool) -> None:
+        frames = self.frames[case.index]
+        if not good:
+            frames.bad += 1
+        if seq >= case.warmup:
+            frames.measured += 1
+            frames.verified += good
+            samples = frames.samples
+            samples["arrival"].append((arrived - sent) / 1000)
+            if times is None:  # the floor: ready on arrival
+                samples["ready"].append((arrived - sent) / 1000)
+                samples["total"].append((arrived - sent) / 1000)
+            else:
+                for phase, begin, end in zip(("read", "view", "wait", "work", "release"), times[:-1], times[1:], strict=True):
+                    samples[phase].append((end - begin) / 1000)
+                samples["ready"].append((times[3] - sent) / 1000)
+                samples["total"].append((times[5] - sent) / 1000)
+            frames.done_ns = now_ns()
+        self._ack(case, seq)
+
+    def _dropped(self, case: Case, seq: int, counter: str, error: str = "") -> None:
+        frames = self.frames[case.index]
+        if seq >= case.warmup:
+            setattr(frames, counter, getattr(frames, counter) + 1)
+        frames.last_error = error or frames.last_error
+        self._ack(case, seq)
+
+    def _ack(self, case: Case, seq: int) -> None:
+        if case.rate is None:
+            self.acks.publish(self._string(data=frame_id(case.index, seq)))
+
+    # --- control ------------------------------------------------------------------------------------
+
+    def on_command(self, msg: Any) -> None:
+        self.started = True
+        command = json.loads(msg.data)
+        if command.get("quit"):
+            self.quit = True
+        elif "end" in command:
+            self.ending[command["end"]] = (command["sent"], time.monotonic())
+
+    def announce_ready(self) -> None:
+        """Say ready (again) until the producer starts, once every publisher of the run is discovered."""
+        if self.started:
+            return
+        if all(self.node.count_publishers(topic) >= n for topic, n in self.expected_publishers.items()):
+            self.reports.publish(self._string(data=json.dumps({"ready": True})))
+
+    def report_finished_cases(self) -> None:
+        for index, (sent, told) in list(self.ending.items()):
+            frames = self.frames.setdefault(index, ReceivedFrames())
+            if frames.received >= sent or time.monotonic() - max(told, frames.last_arrival) > DRAIN_S:
+                self.reports.publish(self._string(data=json.dumps(frames.report(index))))
+                del self.ending[index]
+
+
+def consume(plan: Plan) -> int:
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    parent = os.getppid()
+    rclpy.init()
+    node = rclpy.create_node("ros2_cuda_ipc_benchmark_consumer")
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        consumer = Consumer(node, plan)
+        next_announce = 0.0
+        while not consumer.quit and os.getppid() == parent:
+            executor.spin_once(timeout_sec=0.1)
+            if time.monotonic() >= next_announce:
+                consumer.announce_ready()
+                next_announce = time.monotonic() + 0.25
+            consumer.report_finished_cases()
+    finally:
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        raise SystemExit("usage: python -m ros2_cuda_ipc_examples.bench.consumer PLAN_JSON (started by benchmark)")
+    plan = Plan.from_json(json.loads(args[0]))
+    raise SystemExit(run_tool(lambda: consume(plan)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,225 @@
+"""The producer side of a run: one node that publishes every case's frames, paced or as fast as acknowledged.
+
+Each frame is filled (and the fill finished) before it is stamped, so the fill is not counted;
+from the stamp on, everything a transport must do is: ros2_cuda_ipc publishes a descriptor of the
+block it was filled in, sensor_msgs downloads (GPU), copies into the message and serializes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .arrays import HostArrays, gpu_arrays, to_message_data
+from .cases import Case, Plan
+from .payloads import Payload
+from .protocol import (
+    ACK_TOPIC,
+    COMMAND_TOPIC,
+    GPU_TOPIC,
+    REPORT_TOPIC,
+    SENSOR_TOPIC,
+    control_qos,
+    data_qos,
+    fill_value,
+    frame_id,
+    now_ns,
+    parse_frame_id,
+    set_stamp,
+)
+
+#: How long the producer waits for a throughput acknowledgement (or a free block) before moving on.
+STALL_TIMEOUT_S = 2.0
+
+
+@dataclass
+class SentFrames:
+    """The producer's account of one case."""
+
+    sent: int = 0
+    late_ticks: int = 0  # latency mode: ticks skipped because the previous frame was still being sent
+    no_block: int = 0  # ros2_cuda_ipc: every block still held by the reader
+    stalls: int = 0  # throughput mode: acknowledgement waits that timed out
+    first_ns: int | None = None  # stamp of the first measured frame
+    send_us: list[float] = field(default_factory=list)
+
+
+class Producer:
+    """Publishers for every transport of the plan, created once so discovery happens once."""
+
+    def __init__(self, node: Any, plan: Plan, check_consumer: Callable[[], None]) -> None:
+        from sensor_msgs.msg import Image
+        from std_msgs.msg import String
+
+        from ros2_cuda_ipc_image import ImagePublisher
+        from ros2_cuda_ipc_msgs.msg import GpuImage
+
+        self.node = node
+        self.plan = plan
+        self.check_consumer = check_consumer
+        self.host = HostArrays()
+        self.gpu = gpu_arrays(plan.gpu_library) if plan.gpu_library else None
+        self.images = {(memory, payload): ImagePublisher(node, GPU_TOPIC, width=payload.width, height=payload.height,
+                                                         encoding="rgba8", memory=memory,  # type: ignore[arg-type]
+                                                         block_count=plan.blocks, qos=data_qos())
+                       for memory, payload in plan.pools()}
+        transports = {case.transport for case in plan.cases}
+        self._gpu_image, self._image, self._string = GpuImage, Image, String
+        self.floor = node.create_publisher(GpuImage, GPU_TOPIC, data_qos()) if "floor" in transports else None
+        self.sensor = node.create_publisher(Image, SENSOR_TOPIC, data_qos()) if "sensor_msgs" in transports else None
+        self.commands = node.create_publisher(String, COMMAND_TOPIC, control_qos())
+        self.acked: dict[int, int] = {}
+        self.reports: dict[int, dict[str, Any]] = {}
+        self.consumer_ready = False
+        node.create_subscription(String, ACK_TOPIC, self._on_ack, control_qos())
+        node.create_subscription(String, REPORT_TOPIC, self._on_report, control_qos())
+        self._sensor_frames: dict[Payload, Any] = {}
+
+    # --- talking to the consumer ------------------------------------------------------------------
+
+    def _on_ack(self, msg: Any) -> None:
+        case, seq = parse_frame_id(msg.data)
+        self.acked[case] = max(seq, self.acked.get(case, -1))
+
+    def _on_report(self, msg: Any) -> None:
+        report = json.loads(msg.data)
+        if report.get("ready"):
+            self.consumer_ready = True
+        elif "case" in report:
+            self.reports[report["case"]] = report
+
+    def _spin_until(self, done: Callable[[], bool], timeout: float) -> bool:
+        import rclpy
+
+        deadline = time.monotonic() + timeout
+        while not done() and time.monotonic() < deadline:
+            self.check_consumer()
+            rclpy.spin_once(self.node, timeout_sec=min(0.1, max(0.0, deadline - time.monotonic())))
+        return done()
+
+    def wait_for_consumer(self, timeout: float) -> bool:
+        """The consumer says ready once it has discovered every publisher of the run."""
+        ready = self._spin_until(lambda: self.consumer_ready and self.commands.get_subscription_count() > 0, timeout)
+        time.sleep(0.5)  # data writers match their reader about when the control writers do; warm-up frames cover the rest
+        return ready
+
+    def _command(self, **fields: Any) -> None:
+        self.commands.publish(self._string(data=json.dumps(fields)))
+
+    def finish_case(self, case: Case, sent: SentFrames, timeout: float) -> dict[str, Any] | None:
+        """Tell the consumer how many frames were sent; its report, or None if none came within ``timeout``."""
+        self._command(end=case.index, sent=sent.sent)
+        self._spin_until(lambda: case.index in self.reports, timeout)
+        return self.reports.pop(case.index, None)
+
+    def quit(self) -> None:
+        self._command(quit=True)
+
+    # --- sending ------------------------------------------------------------------------------------
+
+    def run_case(self, case: Case, progress: Callable[[int], None]) -> SentFrames:
+        sent = SentFrames()
+        if case.rate:
+            self._paced(case, sent, progress)
+        else:
+            self._acknowledged(case, sent, progress)
+        return sent
+
+    def _paced(self, case: Case, sent: SentFrames, progress: Callable[[int], None]) -> None:
+        """One frame per tick of ``case.rate``, idle in between; a tick already a period late is skipped."""
+        assert case.rate
+        period = 1.0 / case.rate
+        start = time.monotonic() + period
+        for tick in range(case.total_frames):
+            delay = start + tick * period - time.monotonic()
+            if delay < -period:
+                sent.late_ticks += 1
+                continue
+            if delay > 0:
+                time.sleep(delay)
+            self._send(case, tick, sent)
+            if tick % 10 == 0:
+                self.check_consumer()
+                progress(tick)
+
+    def _acknowledged(self, case: Case, sent: SentFrames, progress: Callable[[int], None]) -> None:
+        """As fast as the consumer keeps up: at most ``in_flight`` frames sent and not yet acknowledged."""
+        window = self.plan.in_flight
+        for seq in range(case.total_frames):
+            if not self._spin_until(functools.partial(self._within_window, case.index, seq - window), STALL_TIMEOUT_S):
+                sent.stalls += 1
+            self._send(case, seq, sent)
+            if seq % 10 == 0:
+                progress(seq)
+
+    def _within_window(self, case: int, oldest_unacknowledged: int) -> bool:
+        return self.acked.get(case, -1) >= oldest_unacknowledged
+
+    def _send(self, case: Case, seq: int, sent: SentFrames) -> None:
+        send = {"cuda": self._send_block, "host": self._send_block, "sensor_msgs": self._send_sensor,
+                "floor": self._send_floor}[case.transport]
+        stamped = send(case, seq)
+        if stamped is None:
+            sent.no_block += 1
+            return
+        sent.sent += 1
+        if seq >= case.warmup:
+            sent.first_ns = stamped if sent.first_ns is None else sent.first_ns
+            sent.send_us.append((now_ns() - stamped) / 1000)
+
+    def _header(self, case: Case, seq: int) -> tuple[Any, int]:
+        from std_msgs.msg import Header
+
+        header = Header(frame_id=frame_id(case.index, seq))
+        stamp = now_ns()
+        set_stamp(header, stamp)
+        return header, stamp
+
+    def _send_block(self, case: Case, seq: int) -> int | None:
+        """ros2_cuda_ipc: fill a borrowed block in place, publish its descriptor."""
+        images = self.images[(case.transport, case.payload)]
+        arrays = self.gpu if case.transport == "cuda" else self.host
+        assert arrays is not None
+        frame = images.borrow(timeout=STALL_TIMEOUT_S)
+        if frame is None:
+            return None
+        with frame:
+            arrays.fill(frame, fill_value(seq))
+            header, stamp = self._header(case, seq)
+            frame.publish(arrays.stream, header)
+        return stamp
+
+    def _send_sensor(self, case: Case, seq: int) -> int:
+        """sensor_msgs/Image: the frame is downloaded (GPU run), copied into the message and serialized by DDS."""
+        arrays = self.gpu if self.plan.memory == "cuda" else self.host
+        assert arrays is not None and self.sensor is not None
+        payload = case.payload
+        frame = self._sensor_frames.get(payload)
+        if frame is None:
+            frame = self._sensor_frames[payload] = arrays.empty(payload.byte_size)
+        arrays.fill(frame, fill_value(seq))
+        msg = self._image(height=payload.height, width=payload.width, encoding="rgba8", step=payload.width * 4)
+        msg.header, stamp = self._header(case, seq)
+        msg.data = to_message_data(arrays.download(frame))
+        self.sensor.publish(msg)
+        return stamp
+
+    def _send_floor(self, case: Case, seq: int) -> int:
+        """The same GpuImage message with no frame behind it: what DDS alone costs."""
+        assert self.floor is not None
+        payload = case.payload
+        msg = self._gpu_image(encoding="rgba8", shape=[payload.height, payload.width, 4],
+                              strides=[payload.width * 4, 4, 1])
+        msg.core.socket_path = f"@ros2_cuda_ipc/{0:7d}/{'0' * 32}"  # the length of a real one
+        msg.core.byte_size = payload.byte_size
+        msg.header, stamp = self._header(case, seq)
+        self.floor.publish(msg)
+        return stamp
+
+    def close(self) -> None:
+        for images in self.images.values():
+            images.close()

@@ -1,0 +1,213 @@
+"""A run's results: one record per case (JSON), and the markdown tables a user decides by."""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .cases import TRANSPORT_LABELS, Case
+from .producer import SentFrames
+
+SPLIT = ("send", "arrival", "read", "view", "wait", "work", "release", "ready")
+
+
+def summarise(samples: list[float]) -> dict[str, float]:
+    values = np.asarray(samples, dtype=float)
+    p50, p90, p99 = np.percentile(values, [50, 90, 99])
+    return {"n": len(values), "p50": float(p50), "p90": float(p90), "p99": float(p99), "max": float(values.max()),
+            "mean": float(values.mean())}
+
+
+def case_result(case: Case, sent: SentFrames, report: dict[str, Any] | None) -> dict[str, Any]:
+    """Everything known about one case; ``dropped`` counts measured frames that were not verified, whatever the cause."""
+    report = report or {"received": 0, "measured": 0, "verified": 0, "bad": 0, "stale": 0, "errors": 0,
+                        "last_error": "the consumer sent no report", "done_ns": 0, "samples_us": {}}
+    samples = dict(report["samples_us"])
+    if sent.send_us:
+        samples["send"] = [round(v, 1) for v in sent.send_us]
+    result: dict[str, Any] = {
+        "case": case.index, "mode": case.mode, "transport": case.transport, "payload": case.payload.name,
+        "payload_bytes": case.payload.byte_size, "rate_hz": case.rate, "frames": case.frames, "warmup": case.warmup,
+        "sent": sent.sent, "late_ticks": sent.late_ticks, "no_block": sent.no_block, "stalls": sent.stalls,
+        **{key: report[key] for key in ("received", "measured", "verified", "bad", "stale", "errors", "last_error")},
+        "dropped": case.frames - report["verified"],
+        "stats_us": {phase: summarise(values) for phase, values in samples.items() if values},
+        "samples_us": samples,
+    }
+    if case.rate is None:
+        seconds = (report["done_ns"] - (sent.first_ns or 0)) / 1e9 if report["verified"] and sent.first_ns else 0.0
+        result["fps"] = report["verified"] / seconds if seconds > 0 else 0.0
+        result["mb_per_s"] = result["fps"] * case.payload.byte_size / 1e6
+    return result
+
+
+def machine(gpu_library: str | None) -> dict[str, Any]:
+    """The machine and software the numbers were measured on."""
+    info: dict[str, Any] = {"platform": platform.platform(), "python": platform.python_version(),
+                            "cpu": _cpu_model(), "cpu_count": _cpu_count(), "numpy": np.__version__}
+    try:
+        from rclpy.utilities import get_rmw_implementation_identifier
+
+        info["rmw"] = get_rmw_implementation_identifier()
+    except ImportError:  # pragma: no cover - rclpy is always there for a run
+        pass
+    if gpu_library == "torch":
+        import torch
+
+        info.update(gpu=torch.cuda.get_device_name(0), torch=torch.__version__, cuda=torch.version.cuda)
+    elif gpu_library == "cupy":
+        import cupy
+
+        info.update(gpu=cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(), cupy=cupy.__version__)
+    return info
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _cpu_count() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)
+
+
+def write_json(path: Path, run: dict[str, Any]) -> None:
+    path.write_text(json.dumps(run, indent=1) + "\n")
+
+
+# --- markdown ---------------------------------------------------------------------------------------
+
+NONE = "\u2013"  # en dash: no value
+TIMES = "\u00d7"
+
+
+def _us(value: float) -> str:
+    return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.2f}{TIMES}" if value < 10 else f"{value:,.0f}{TIMES}"
+
+
+def _groups(results: list[dict[str, Any]], mode: str) -> dict[tuple[Any, str], list[dict[str, Any]]]:
+    """Rows of one mode by (rate, payload), in run order."""
+    groups: dict[tuple[Any, str], list[dict[str, Any]]] = {}
+    for result in results:
+        if result["mode"] == mode:
+            groups.setdefault((result["rate_hz"], result["payload"]), []).append(result)
+    return groups
+
+
+def _of(rows: list[dict[str, Any]], transport: str, value: Callable[[dict[str, Any]], float | None]) -> float | None:
+    return next((value(row) for row in rows if row["transport"] == transport), None)
+
+
+def _ready_p50(row: dict[str, Any]) -> float | None:
+    stats = row["stats_us"].get("ready")
+    return stats["p50"] if stats else None
+
+
+def _label(row: dict[str, Any]) -> str:
+    return f"| {row['payload']} | {TRANSPORT_LABELS[row['transport']]} |"
+
+
+def latency_tables(results: list[dict[str, Any]]) -> list[str]:
+    lines: list[str] = []
+    groups = _groups(results, "latency")
+    for rate in dict.fromkeys(rate for rate, _ in groups):
+        lines += [f"### Latency at {rate:g} Hz: publish \u2192 consumer-ready (\u00b5s)", "",
+                  "| payload | transport | verified | p50 | p90 | p99 | max | sensor_msgs p50 / this p50 "
+                  "| this p50 / floor p50 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for rows in (rows for (row_rate, _), rows in groups.items() if row_rate == rate):
+            sensor, floor = _of(rows, "sensor_msgs", _ready_p50), _of(rows, "floor", _ready_p50)
+            for row in rows:
+                stats = row["stats_us"].get("ready")
+                cells = [_us(stats[key]) for key in ("p50", "p90", "p99", "max")] if stats else [NONE] * 4
+                mine = _ready_p50(row)
+                vs_sensor = _ratio(sensor / mine) if sensor and mine else NONE
+                vs_floor = _ratio(mine / floor) if floor and mine else NONE
+                lines.append(f"{_label(row)} {row['verified']}/{row['frames']} | " + " | ".join(cells)
+                             + f" | {vs_sensor} | {vs_floor} |")
+        lines.append("")
+    return lines
+
+
+def split_tables(results: list[dict[str, Any]]) -> list[str]:
+    lines: list[str] = []
+    groups = _groups(results, "latency")
+    for rate in dict.fromkeys(rate for rate, _ in groups):
+        lines += [f"### Where the time goes at {rate:g} Hz (\u00b5s, p50 / p99)", "",
+                  "| payload | transport | " + " | ".join(SPLIT) + " |", "|---|---|" + "---:|" * len(SPLIT)]
+        for rows in (rows for (row_rate, _), rows in groups.items() if row_rate == rate):
+            for row in rows:
+                cells = []
+                for phase in SPLIT:
+                    stats = row["stats_us"].get(phase)
+                    cells.append(f"{_us(stats['p50'])} / {_us(stats['p99'])}" if stats else NONE)
+                lines.append(f"{_label(row)} " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+
+def throughput_table(results: list[dict[str, Any]], in_flight: int) -> list[str]:
+    groups = _groups(results, "throughput")
+    if not groups:
+        return []
+    lines = [f"### Throughput: as fast as the pipeline goes (at most {in_flight} frames in flight)", "",
+             "| payload | transport | verified | FPS | MB/s | this / sensor_msgs | this / floor |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for rows in groups.values():
+        sensor, floor = _of(rows, "sensor_msgs", lambda row: row["fps"]), _of(rows, "floor", lambda row: row["fps"])
+        for row in rows:
+            fps = row["fps"]
+            moved = NONE if row["transport"] == "floor" else f"{row['mb_per_s']:,.0f}"
+            lines.append(f"{_label(row)} {row['verified']}/{row['frames']} | {fps:,.1f} | {moved} | "
+                         f"{_ratio(fps / sensor) if sensor else NONE} | {f'{fps / floor:.2f}' if floor else NONE} |")
+    return [*lines, ""]
+
+
+def problems(row: dict[str, Any]) -> str:
+    """Why measured frames were not verified, in words ('' when every one was)."""
+    causes = {
+        "late_ticks": "ticks skipped (the producer was still sending the previous frame)",
+        "no_block": "frames not sent (every block still held)",
+        "stalls": "acknowledgements that timed out",
+        "lost": "frames sent but never delivered",
+        "stale": "stale descriptors (block reused before it was read)",
+        "bad": "frames with wrong bytes",
+        "errors": "read errors",
+    }
+    counts = {**row, "lost": max(0, row["sent"] - row["received"])}
+    said = [f"{counts[key]} {text}" for key, text in causes.items() if counts[key]]
+    if row["last_error"]:
+        said.append(f"last error: {row['last_error']}")
+    return "; ".join(said)
+
+
+def problem_notes(results: list[dict[str, Any]]) -> list[str]:
+    notes = []
+    for row in results:
+        if row["verified"] < row["frames"] or row["bad"]:
+            pace = f"{row['rate_hz']:g} Hz" if row["rate_hz"] else "max rate"
+            notes.append(f"- {row['mode']} {pace}, {row['payload']}, {TRANSPORT_LABELS[row['transport']]}: "
+                         f"{row['verified']}/{row['frames']} verified; {problems(row) or 'no other cause recorded'}")
+    return ["### Frames not verified", "", *notes, ""] if notes else []
+
+
+def markdown(run: dict[str, Any]) -> str:
+    rows = run["results"]
+    lines = [*latency_tables(rows), *split_tables(rows), *throughput_table(rows, run["settings"]["in_flight"]),
+             *problem_notes(rows)]
+    return "\n".join(lines)

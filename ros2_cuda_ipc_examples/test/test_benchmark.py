@@ -1,0 +1,138 @@
+"""The benchmark command: a seconds-long run of both modes on host memory writes well-formed outputs;
+bad arguments fail at once with one line; a dying consumer is reported at once; Ctrl-C ends it cleanly."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ros2_cuda_ipc_core import BlockManager, CudaUnavailableError
+
+COMMAND = [sys.executable, "-m", "ros2_cuda_ipc_examples.benchmark"]
+SMOKE = ["--memory", "host", "--payloads", "64x48", "--frames", "6", "--warmup", "1", "--rates", "50"]
+
+
+def _has_gpu() -> bool:
+    try:
+        with BlockManager(1, block_count=1, memory="cuda"):
+            return True
+    except CudaUnavailableError:
+        return False
+
+
+def test_both_modes_on_host_memory_write_well_formed_outputs(tmp_path: Path) -> None:
+    out = subprocess.run([*COMMAND, *SMOKE, "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr
+
+    run = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert run["command"][0] == "benchmark" and run["settings"]["memory_used"] == "host"
+    assert run["machine"]["cpu_count"] >= 1 and run["machine"]["rmw"]
+    cases = {(row["mode"], row["transport"]) for row in run["results"]}
+    assert cases == {(mode, transport) for mode in ("latency", "throughput") for transport in ("host", "sensor_msgs", "floor")}
+    for row in run["results"]:
+        assert row["payload"] == "64x48" and row["payload_bytes"] == 64 * 48 * 4
+        assert row["bad"] == 0 and row["verified"] > 0, row
+        assert row["verified"] + row["dropped"] == row["frames"] == 6
+        ready = row["stats_us"]["ready"]
+        assert ready["n"] == row["verified"] == len(row["samples_us"]["ready"])
+        assert 0 < ready["p50"] <= ready["p90"] <= ready["p99"] <= ready["max"]
+        if row["transport"] != "floor":
+            assert {"arrival", "read", "view", "wait", "work", "release", "send"} <= set(row["stats_us"])
+        if row["mode"] == "throughput":
+            assert row["verified"] == 6 and row["fps"] > 0  # acknowledged flow control: nothing may be lost
+        else:
+            assert row["rate_hz"] == 50
+
+    table = (tmp_path / "run" / "results.md").read_text()
+    for heading in ("### Latency at 50 Hz", "### Where the time goes at 50 Hz", "### Throughput"):
+        assert heading in table and heading in out.stdout
+    assert table.count("| 64x48 |") == 3 * 3  # latency, split and throughput rows
+    if importlib.util.find_spec("matplotlib") is None:
+        assert "matplotlib is not installed: no plots" in out.stdout
+    else:
+        for name in ("latency_cdf.png", "fps.png"):
+            assert (tmp_path / "run" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+BAD_ARGUMENTS = [
+    (["--rates", "0"], "--rates: 0 is outside 0.1..10000"),
+    (["--frames", "0"], "--frames: 0 is outside 1..1e+06"),
+    (["--frames", "-1"], "--frames: -1 is outside"),
+    (["--frames", "ten"], "--frames: 'ten' is not an integer"),
+    (["--payloads", "1920x"], "expected WIDTHxHEIGHT"),
+    (["--payloads", "3x3"], "even pixel count"),
+    (["--in-flight", "4", "--blocks", "4"], "--in-flight 4 must be below --blocks 4"),
+    (["--memory", "host", "--transports", "cuda"], "no transport left"),
+    (["--mode", "fast"], "invalid choice: 'fast'"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), BAD_ARGUMENTS)
+def test_bad_arguments_fail_at_once_with_one_clear_line(argv: list[str], message: str, tmp_path: Path) -> None:
+    started = time.monotonic()
+    out = subprocess.run([*COMMAND, *argv, "--out", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert message in out.stderr and "Traceback" not in out.stderr
+    assert time.monotonic() - started < 30  # checked when parsing, not after a run or a timeout
+
+
+@pytest.mark.skipif(_has_gpu(), reason="this machine has a GPU")
+def test_cuda_without_a_gpu_is_one_line() -> None:
+    out = subprocess.run([*COMMAND, "--memory", "cuda"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "--memory cuda: no usable CUDA driver" in out.stderr or "--memory cuda: cuda-python" in out.stderr
+
+
+def test_help_shows_every_default() -> None:
+    out = subprocess.run([*COMMAND, "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0
+    options = [line.split()[0] for line in out.stdout.splitlines() if line.lstrip().startswith("--")]
+    assert len(options) >= 10
+    assert out.stdout.count("(default:") == len(options)  # every option but --help says its default
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()] if path.exists() else []
+
+
+def _start_long_run(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
+    """A run that would take minutes; returns it once its consumer process exists and has had time to start."""
+    run = subprocess.Popen([*COMMAND, "--memory", "host", "--payloads", "64x48", "--frames", "2000", "--rates", "20",
+                            "--transports", "floor", "--out", str(tmp_path)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not _children(run.pid) and time.monotonic() < deadline and run.poll() is None:
+        time.sleep(0.1)
+    assert _children(run.pid), "the benchmark started no consumer process"
+    time.sleep(4)
+    return run, _children(run.pid)[0]
+
+
+def test_a_dying_consumer_is_reported_at_once(tmp_path: Path) -> None:
+    run, consumer = _start_long_run(tmp_path)
+    os.kill(consumer, signal.SIGKILL)
+    killed = time.monotonic()
+    stdout, stderr = run.communicate(timeout=60)
+    assert run.returncode == 1, stdout + stderr
+    assert time.monotonic() - killed < 15  # not after a timeout of the run's length
+    assert f"the consumer process (pid {consumer}) exited with code -9" in stderr
+    assert "Traceback" not in stderr
+
+
+def test_sigint_ends_the_run_with_exit_0_and_no_traceback(tmp_path: Path) -> None:
+    run, consumer = _start_long_run(tmp_path)
+    run.send_signal(signal.SIGINT)
+    stdout, stderr = run.communicate(timeout=60)
+    assert run.returncode == 0, stdout + stderr
+    assert "Traceback" not in stderr
+    assert not Path(f"/proc/{consumer}").exists() or "zombie" in Path(f"/proc/{consumer}/status").read_text()
