@@ -18,5 +18,9 @@ setup(
     maintainer_email="maintainers@ros2-cuda-ipc.dev",
     description="Typed zero-copy point clouds over ros2_cuda_ipc and the sensor_msgs/PointCloud2 bridge.",
     license="Apache-2.0",
-    entry_points={"console_scripts": []},
+    entry_points={"console_scripts": [
+        "gpu_to_pointcloud2 = ros2_cuda_ipc_pointcloud.nodes:gpu_to_pointcloud2_main",
+        "pointcloud2_to_gpu = ros2_cuda_ipc_pointcloud.nodes:pointcloud2_to_gpu_main",
+        "voxel_downsample_example = ros2_cuda_ipc_pointcloud.voxel_example:main",
+    ]},
 )

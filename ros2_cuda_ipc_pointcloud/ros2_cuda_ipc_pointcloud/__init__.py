@@ -1,17 +1,29 @@
-"""Typed zero-copy point clouds over ros2_cuda_ipc and the sensor_msgs/PointCloud2 bridge."""
+"""Typed zero-copy point clouds over ros2_cuda_ipc: ``PointCloudPublisher``, ``PointCloudReader``, per-field views,
+and the sensor_msgs/PointCloud2 bridge."""
 
+from .bridge import publish_pointcloud2_msg, to_pointcloud2_msg
 from .fields import DATATYPES, CloudField, fields_from_dtype
+from .frame import CloudFrame
 from .layout import MAX_POINT_STEP, CloudLayout, FieldGeometry
 from .named_layouts import NAMED_LAYOUTS
+from .publisher import PointCloudPublisher
+from .reader import PointCloudReader
 from .repack import repack
+from .view import PointCloudView
 
 __all__ = [
     "DATATYPES",
     "MAX_POINT_STEP",
     "NAMED_LAYOUTS",
     "CloudField",
+    "CloudFrame",
     "CloudLayout",
     "FieldGeometry",
+    "PointCloudPublisher",
+    "PointCloudReader",
+    "PointCloudView",
     "fields_from_dtype",
+    "publish_pointcloud2_msg",
     "repack",
+    "to_pointcloud2_msg",
 ]

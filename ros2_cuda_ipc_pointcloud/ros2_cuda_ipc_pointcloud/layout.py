@@ -10,11 +10,12 @@ from __future__ import annotations
 import itertools
 import operator
 from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
 from typing import Any
 
 import numpy as np
 
-from ros2_cuda_ipc_core import InvalidDescriptorError
+from ros2_cuda_ipc_core import InvalidDescriptorError, StridedLayout
 
 from .fields import DATATYPES, CloudField, fields_from_dtype, fields_from_msgs, structured_dtype
 from .named_layouts import named_layout
@@ -24,29 +25,17 @@ MAX_POINT_STEP = 1 << 16
 
 
 @dataclass(frozen=True)
-class FieldGeometry:
-    """Where one field's values lie: ``offset`` bytes into the block, then ``shape`` / byte ``strides``."""
+class FieldGeometry(StridedLayout):
+    """One field of every point: ``offset`` bytes into the block, then ``shape`` / byte ``strides``; ``name`` for errors."""
 
-    name: str
-    offset: int
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    dtype: np.dtype
+    name: str = dataclass_field(default="", kw_only=True)
 
     @property
-    def dlpack_refusal(self) -> str | None:
-        """Why DLPack (strides in elements, native byte order) cannot express this view, or None if it can."""
-        item = self.dtype.itemsize
+    def dlpack_problem(self) -> str | None:
+        """Why DLPack (strides in elements, native byte order) cannot express this field, or None if it can."""
         if not self.dtype.isnative:
-            return f"field {self.name!r} is big-endian ({self.dtype.str}); DLPack has no byte order"
-        if self.offset % item:
-            return (f"field {self.name!r} starts at byte {self.offset}, not a multiple of its {item}-byte "
-                    f"{self.dtype.name}; DLPack counts offsets and strides in elements")
-        odd = [s for s in self.strides if s % item]
-        if odd:
-            return (f"field {self.name!r} has byte strides {self.strides}; {odd[0]} is not a multiple of its "
-                    f"{item}-byte {self.dtype.name}, and DLPack counts strides in elements")
-        return None
+            return f"its values are big-endian ({self.dtype.str}) and DLPack has no byte order"
+        return super().dlpack_problem
 
     def host_array(self, buffer: Any) -> np.ndarray:
         """This field in a host ``buffer`` that holds the whole cloud from its first byte."""
@@ -127,6 +116,14 @@ class CloudLayout:
         return self.height * self.row_step
 
     @property
+    def padded_extent(self) -> int:
+        """What a message carries when the block has room: whole rows (``data_size``), as PointCloud2.data does.
+
+        An empty cloud still names one byte: a publication of nothing is not a block's content.
+        """
+        return max(self.data_size, 1)
+
+    @property
     def dtype(self) -> np.dtype:
         """The structured dtype of one point, as ``sensor_msgs_py.point_cloud2.read_points`` builds it."""
         return structured_dtype(self.fields, self.point_step, self.is_bigendian)
@@ -189,11 +186,10 @@ class CloudLayout:
         """Geometry of field ``name``: (height, width) organized or (width,) not, plus (count,) when count > 1."""
         field = self.field(name)
         scalar = field.wire_dtype(self.is_bigendian)
-        shape: tuple[int, ...] = (self.height, self.width) if self.is_organized else (self.width,)
-        strides: tuple[int, ...] = (self.row_step, self.point_step) if self.is_organized else (self.point_step,)
+        shape, strides = self._point_axes()
         if field.count > 1:
             shape, strides = (*shape, field.count), (*strides, scalar.itemsize)
-        return FieldGeometry(field.name, field.offset, shape, strides, scalar)
+        return FieldGeometry(shape, strides, scalar, offset=field.offset, name=field.name)
 
     @property
     def xyz_geometry(self) -> FieldGeometry:
@@ -209,7 +205,19 @@ class CloudLayout:
         if self.is_organized and self.row_step != self.width * self.point_step:
             raise ValueError(f"rows are padded (row_step {self.row_step} > {self.width} x {self.point_step}), so the "
                              "points are not one (N, 3) array; use .field('x') etc., shaped (height, width)")
-        return FieldGeometry("xyz", x.offset, (self.point_count, 3), (self.point_step, 4), x.wire_dtype(self.is_bigendian))
+        return FieldGeometry((self.point_count, 3), (self.point_step, 4), x.wire_dtype(self.is_bigendian), offset=x.offset,
+                             name="xyz")
+
+    @property
+    def points_geometry(self) -> FieldGeometry:
+        """All points as one structured array (``dtype``): (height, width) organized, (width,) otherwise."""
+        shape, strides = self._point_axes()
+        return FieldGeometry(shape, strides, self.dtype, name="points")
+
+    def _point_axes(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        if self.is_organized:
+            return (self.height, self.width), (self.row_step, self.point_step)
+        return (self.width,), (self.point_step,)
 
     def field(self, name: str) -> CloudField:
         """The field called ``name``; KeyError listing the fields if there is none."""

@@ -1,0 +1,53 @@
+"""The bridge to ``sensor_msgs/PointCloud2``: one download out, one upload in, same bytes and layout."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from sensor_msgs.msg import PointCloud2
+
+from ros2_cuda_ipc_core import copy_rows
+from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
+
+from .layout import CloudLayout
+from .repack import repack
+
+if TYPE_CHECKING:
+    from .publisher import PointCloudPublisher
+    from .view import PointCloudView
+
+
+def to_pointcloud2_msg(view: PointCloudView) -> PointCloud2:
+    """A ``sensor_msgs/PointCloud2`` of ``view``: one download of its bytes, layout and padding kept."""
+    layout = view.layout
+    data = np.zeros(layout.data_size, dtype=np.uint8)  # a block that carries less than whole rows leaves zeros
+    carried = min(layout.data_size, view.handle.byte_size)
+    if carried:
+        cuda = view.handle.device_id if view.memory == "cuda" else None
+        copy_rows(data.ctypes.data, carried, view.handle.device_ptr, carried, carried, 1, cuda, view.stream)
+    msg = PointCloud2()
+    msg.header = view.header
+    layout.fill_message(msg)
+    msg.data = data.tobytes()
+    return msg
+
+
+def publish_pointcloud2_msg(publisher: PointCloudPublisher, msg: PointCloud2) -> GpuPointCloud2 | None:
+    """Publish a ``sensor_msgs/PointCloud2`` through ``publisher`` with one upload; None if no block was free.
+
+    A cloud with the publisher's fields, point_step and byte order travels verbatim (its row_step and
+    padding too); any other is repacked on the host into the publisher's points first, field by field.
+    """
+    given = CloudLayout.from_message(msg).validate(len(msg.data))
+    mine = publisher.layout
+    carried = min(len(msg.data), given.data_size)
+    if (given.fields, given.point_step, given.is_bigendian) == (mine.fields, mine.point_step, mine.is_bigendian) \
+            and carried <= publisher.pool.block_size:
+        return publisher.publish_bytes(memoryview(msg.data)[:carried], given, msg.header)
+    try:
+        target = mine.with_points(given.width, given.height, given.is_dense)
+    except ValueError:
+        raise ValueError(f"a {given.height} x {given.width} cloud exceeds this publisher's capacity of "
+                         f"{mine.height} x {mine.width} points") from None
+    return publisher.publish_bytes(repack(msg.data, given, target).data, target, msg.header)

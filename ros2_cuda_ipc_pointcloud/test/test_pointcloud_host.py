@@ -1,0 +1,150 @@
+"""Publisher, frame, reader and view in host memory: field views, xyz, structured, DLPack and strided copies."""
+
+import numpy as np
+import pytest
+from cloud_samples import SAMPLES, field_values, sample_bytes
+
+from ros2_cuda_ipc_pointcloud import CloudLayout, PointCloudPublisher, PointCloudReader
+
+
+def fill(frame, data: np.ndarray) -> None:
+    """Write a whole sample cloud (padding and all) into a frame's bytes."""
+    np.asarray(frame.data)[: len(data)] = data
+
+
+@pytest.fixture(scope="module")
+def ouster(node):
+    with PointCloudPublisher(node, "pc_host_ouster", fields="ouster", width=1024, height=128, memory="host") as pub:
+        yield pub
+
+
+def test_every_field_and_the_structured_array_read_back(node, ouster):
+    layout = SAMPLES["ouster"].layout
+    data = sample_bytes(layout, seed=1)
+    frame = ouster.borrow()
+    with frame:
+        for name in layout.field_names:  # write through the frame's own field views
+            np.asarray(frame.field(name))[...] = field_values(layout, data, name)
+        msg = frame.publish(header=None)
+    assert (msg.height, msg.width, msg.point_step, msg.row_step) == (128, 1024, 48, 48 * 1024)
+    assert msg.core.byte_size == 128 * 1024 * 48
+    reader = PointCloudReader()
+    with reader.read(msg) as view:
+        assert (view.height, view.width, view.point_count, view.point_step) == (128, 1024, 128 * 1024, 48)
+        assert view.field_names == layout.field_names and view.fields == layout.fields and not view.is_dense
+        for name in layout.field_names:
+            seen = np.asarray(view.field(name))
+            assert seen.shape == (128, 1024) and not seen.flags.writeable
+            np.testing.assert_array_equal(seen, field_values(layout, data, name))
+            np.testing.assert_array_equal(view.structured[name], field_values(layout, data, name))
+        assert view.structured.shape == (128, 1024) and view.structured.dtype.itemsize == 48
+        xyz = np.asarray(view.xyz)
+        assert xyz.shape == (128 * 1024, 3)
+        np.testing.assert_array_equal(xyz[:, 2], field_values(layout, data, "z").reshape(-1))
+        del seen, xyz
+    assert reader.stats()["leases_held"] == 0
+
+
+def test_field_views_hold_the_lease_after_close(node, ouster):
+    frame = ouster.borrow()
+    np.asarray(frame.field("range"))[...] = 7
+    msg = frame.publish()
+    reader = PointCloudReader()
+    view = reader.read(msg)
+    kept = np.asarray(view.field("range"))
+    view.close()
+    assert reader.stats()["leases_held"] == 1 and int(kept[5, 6]) == 7
+    del kept
+    assert reader.stats()["leases_held"] == 0
+
+
+def test_dlpack_of_aligned_fields_and_refusal_by_name_for_packed_ones(node):
+    layout = SAMPLES["velodyne"].layout
+    data = sample_bytes(layout, seed=4)
+    with PointCloudPublisher(node, "pc_host_velodyne", fields="velodyne", width=layout.width, memory="host") as pub:
+        frame = pub.borrow()
+        fill(frame, data)
+        msg = frame.publish()
+        with PointCloudReader().read(msg) as view:
+            ring = np.from_dlpack(view.field("ring"))
+            np.testing.assert_array_equal(ring, field_values(layout, data, "ring"))
+            with pytest.raises(BufferError, match=r"field 'time' .*byte 18"):
+                view.field("time").__dlpack__()
+            with pytest.raises(BufferError, match=r"xyz"):
+                view.xyz.__dlpack__()
+            out = np.empty(layout.width, np.float32)
+            view.copy_field("time", out)
+            np.testing.assert_array_equal(out, field_values(layout, data, "time"))
+            np.testing.assert_array_equal(np.asarray(view.field("time")), out)  # numpy takes byte strides
+            with pytest.raises(ValueError, match="shape|dtype|float32"):
+                view.copy_field("time", np.empty(layout.width, np.float64))
+
+
+def test_unorganized_clouds_below_capacity(node):
+    sample = SAMPLES["livox_below_capacity"]
+    data = sample_bytes(sample.layout, seed=8)
+    with PointCloudPublisher(node, "pc_host_livox", fields="livox", width=sample.width, memory="host") as pub:
+        frame = pub.borrow()
+        assert frame.field("tag").shape == (sample.width,)
+        fill(frame, data)
+        msg = frame.publish(width=5, is_dense=True)
+        assert (msg.width, msg.row_step, msg.is_dense, msg.core.byte_size) == (5, 90, True, 90)
+        with PointCloudReader().read(msg) as view:
+            assert view.field("line").shape == (5,) and view.is_dense
+            np.testing.assert_array_equal(view.structured, np.frombuffer(data.tobytes(), sample.layout.dtype))
+        with pytest.raises(ValueError, match="capacity"):
+            pub.borrow().publish(width=sample.width + 1)
+        empty = pub.borrow().publish(width=0)
+        with PointCloudReader().read(empty) as view:
+            assert view.field("x").shape == (0,) and view.structured.shape == (0,)
+
+
+def test_publish_array_structured_raw_and_repacked(node):
+    layout = SAMPLES["xyzi"].layout
+    data = sample_bytes(layout, seed=6)
+    points = np.frombuffer(data.tobytes(), layout.dtype)
+    with PointCloudPublisher(node, "pc_host_array", fields="xyzi", width=layout.width, memory="host") as pub:
+        for given in (points[:1000], points.view(np.float32).reshape(-1, 4)[:1000],
+                      points[["intensity", "z", "y", "x"]].astype([("intensity", "<f8"), ("z", "<f4"), ("y", "<f4"),
+                                                                  ("x", "<f4")])[:1000],
+                      points.view(np.float32).reshape(-1, 4)[:2000:2]):
+            msg = pub.publish_array(given)
+            with PointCloudReader().read(msg) as view:
+                assert view.width == 1000
+                expected = points[:1000] if len(given) == 1000 and given.base is not None and given.ndim == 1 else None
+                for name in layout.field_names:
+                    want = (field_values(layout, data, name)[:2000:2] if given.ndim == 2 and given.strides[0] == 32
+                            else field_values(layout, data, name)[:1000])
+                    np.testing.assert_array_equal(np.asarray(view.field(name)), want)
+                del expected
+        with pytest.raises(ValueError, match="16-byte point"):
+            pub.publish_array(np.zeros((10, 3), np.float32))
+        with pytest.raises(ValueError, match="capacity"):
+            pub.publish_array(np.zeros((layout.width + 1, 4), np.float32))
+        with pytest.raises(Exception, match="no field 'intensity'"):
+            pub.publish_array(np.zeros(4, dtype=[("x", "<f4"), ("y", "<f4"), ("z", "<f4")]))
+
+
+def test_organized_publish_array_keeps_row_padding(node):
+    sample = SAMPLES["row_padding"]
+    data = sample_bytes(sample.layout, seed=12)
+    grid = np.ndarray((sample.height, sample.width), sample.layout.dtype, buffer=data.tobytes(),
+                      strides=(sample.layout.row_step, 16))
+    with PointCloudPublisher(node, "pc_host_grid", fields="xyzi", width=sample.width, height=sample.height,
+                             row_step=sample.row_step, memory="host") as pub:
+        msg = pub.publish_array(grid)
+        assert msg.row_step == sample.row_step
+        with PointCloudReader().read(msg) as view:
+            np.testing.assert_array_equal(view.structured, grid)
+            with pytest.raises(ValueError, match="row_step"):
+                view.xyz  # noqa: B018
+
+
+def test_publisher_arguments_are_checked(node):
+    with pytest.raises(ValueError, match="capacity"):
+        PointCloudPublisher(node, "pc_bad", fields="xyz", width=0)
+    with pytest.raises(ValueError, match="'z' spans"):
+        PointCloudPublisher(node, "pc_bad", fields="xyz", width=10, point_step=10)
+    with pytest.raises(ValueError, match="row_step 100 is shorter"):
+        PointCloudPublisher(node, "pc_bad", fields="xyz", width=10, height=2, row_step=100)
+    assert CloudLayout.create("xyz", 10).point_step == 12

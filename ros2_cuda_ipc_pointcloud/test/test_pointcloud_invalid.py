@@ -1,0 +1,68 @@
+"""Test 3: each kind of invalid point-cloud metadata is refused by the reader, naming it, before any lease."""
+
+import copy
+
+import pytest
+from sensor_msgs.msg import PointField
+
+from ros2_cuda_ipc_core import InvalidDescriptorError
+from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
+from ros2_cuda_ipc_pointcloud import PointCloudPublisher, PointCloudReader
+
+
+@pytest.fixture(scope="module")
+def published(node):
+    with PointCloudPublisher(node, "pc_invalid", fields="velodyne", width=100, height=4, memory="host") as pub:
+        yield pub, pub.borrow().publish()
+
+
+def field(name, offset, datatype=PointField.FLOAT32, count=1):
+    return PointField(name=name, offset=offset, datatype=datatype, count=count)
+
+
+def altered(msg: GpuPointCloud2, fields=None, **changes) -> GpuPointCloud2:
+    out = copy.copy(msg)
+    out.core = copy.copy(msg.core)
+    if fields is not None:
+        out.fields = fields
+    for key, value in changes.items():
+        if key == "byte_size":
+            out.core.byte_size = value
+        else:
+            setattr(out, key, value)
+    return out
+
+
+VELODYNE = [field("x", 0), field("y", 4), field("z", 8), field("intensity", 12), field("ring", 16, PointField.UINT16),
+            field("time", 18)]
+
+
+@pytest.mark.parametrize("change,needle", [
+    ({"fields": [*VELODYNE[:5], field("time", 18, datatype=11)]}, "'time' has PointField datatype 11"),
+    ({"fields": [*VELODYNE[:5], field("time", 18, count=0)]}, "'time' has count 0"),
+    ({"fields": [*VELODYNE[:5], field("time", 19)]}, r"'time' spans bytes \[19, 23\) of a 22-byte point"),
+    ({"fields": [*VELODYNE[:5], field("time", 16)]}, "'ring' .* overlaps field 'time'|'time' .* overlaps field 'ring'"),
+    ({"fields": [*VELODYNE[:5], field("ring", 18)]}, "'ring' is a duplicate"),
+    ({"fields": []}, "no fields"),
+    ({"point_step": 0}, "point_step 0"),
+    ({"point_step": 2**31, "row_step": 2**33}, "point_step 2147483648 is outside"),
+    ({"row_step": 2199}, "row_step 2199 is shorter than width 100"),
+    ({"height": 5}, "need 11000 bytes; the buffer holds 8800"),
+    ({"width": 2**32 - 1, "row_step": 2**32 - 1}, "row_step .* shorter"),
+    ({"height": 2**32 - 1, "width": 2**32 - 1, "row_step": 22 * (2**32 - 1)}, "need .* bytes; the buffer holds 8800"),
+    ({"byte_size": 8799}, "the buffer holds 8799"),
+])
+def test_each_invalid_metadata_raises_and_takes_no_lease(published, change, needle):
+    pub, msg = published
+    reader = PointCloudReader()
+    with pytest.raises(InvalidDescriptorError, match=needle):
+        reader.read(altered(msg, **change))
+    assert reader.stats()["leases_held"] == 0 and reader.stats()["reads"] == 0
+    assert reader.stats()["invalid_descriptors"] == 1
+    assert pub.pool.stats()["blocks_held_by_readers"] == 0
+
+
+def test_the_unaltered_message_reads(published):
+    _, msg = published
+    with PointCloudReader().read(msg) as view:
+        assert view.field("time").shape == (4, 100)
