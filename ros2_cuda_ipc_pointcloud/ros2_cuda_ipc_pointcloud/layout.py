@@ -54,6 +54,8 @@ class CloudLayout:
     fields: tuple[CloudField, ...]
     is_bigendian: bool = False
     is_dense: bool = False
+    #: Field geometries already computed (a layout is immutable, and read streams reuse one layout).
+    _geometries: dict[str, FieldGeometry] = dataclass_field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def create(cls, fields: Any, width: int, height: int = 1, point_step: int | None = None,
@@ -130,14 +132,22 @@ class CloudLayout:
 
     def validate(self, byte_size: int) -> CloudLayout:
         """Raise InvalidDescriptorError naming what is wrong; return self if the cloud fits ``byte_size`` bytes."""
-        for name in ("height", "width", "point_step", "row_step"):
-            if getattr(self, name) < 0:
-                raise InvalidDescriptorError(f"{name} {getattr(self, name)} is negative")
+        return self.validate_points().validate_size(byte_size)
+
+    def validate_points(self) -> CloudLayout:
+        """The point alone: point_step in range, fields known, inside the point and apart (see ``validate``)."""
         if not 0 < self.point_step <= MAX_POINT_STEP:
             raise InvalidDescriptorError(f"point_step {self.point_step} is outside 1..{MAX_POINT_STEP} bytes")
         if not self.fields:
             raise InvalidDescriptorError("the cloud has no fields")
         self._validate_fields()
+        return self
+
+    def validate_size(self, byte_size: int) -> CloudLayout:
+        """The rows and points of a layout whose point is valid: row_step and the last byte (see ``validate``)."""
+        for name in ("height", "width", "row_step"):
+            if getattr(self, name) < 0:
+                raise InvalidDescriptorError(f"{name} {getattr(self, name)} is negative")
         if self.row_step < self.width * self.point_step:
             raise InvalidDescriptorError(f"row_step {self.row_step} is shorter than width {self.width} x point_step "
                                          f"{self.point_step} = {self.width * self.point_step} bytes")
@@ -184,6 +194,13 @@ class CloudLayout:
 
     def geometry(self, name: str) -> FieldGeometry:
         """Geometry of field ``name``: (height, width) organized or (width,) not, plus (count,) when count > 1."""
+        known = self._geometries.get(name)
+        if known is not None:
+            return known
+        self._geometries[name] = self._field_geometry(name)
+        return self._geometries[name]
+
+    def _field_geometry(self, name: str) -> FieldGeometry:
         field = self.field(name)
         scalar = field.wire_dtype(self.is_bigendian)
         shape, strides = self._point_axes()

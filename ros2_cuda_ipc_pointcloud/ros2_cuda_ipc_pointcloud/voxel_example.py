@@ -97,7 +97,7 @@ def downsampler(args: argparse.Namespace) -> None:
             with torch.cuda.stream(stream) if cuda else contextlib.nullcontext():
                 centroids, counts = voxel_downsample(torch, xyz, args.voxel)
                 out.publish_array(centroids, stream=stream)
-                if cuda:
+                if stream is not None:
                     stream.synchronize()
             if result["checked"] is None:  # both sort voxels by (x, y, z) cell: compare them one to one
                 host = np.empty((view.point_count, 3), np.float32)
@@ -110,7 +110,7 @@ def downsampler(args: argparse.Namespace) -> None:
                 result["checked"] = bool(np.array_equal(got_counts, want_counts) and np.allclose(got, want, atol=1e-4))
             del xyz
         result["ms"].append((time.perf_counter() - started) * 1e3)
-        result["voxels"].append(int(len(counts)))
+        result["voxels"].append(len(counts))
         result["clouds"] += 1
         result["points"] = view.point_count
         last[0] = time.monotonic()
@@ -139,8 +139,8 @@ def publish_clouds(args: argparse.Namespace) -> str:
     node = rclpy.create_node("voxel_example_lidar")
     pub = PointCloudPublisher(node, TOPIC, fields="xyzi", width=args.points, memory=args.memory)
     base = scene(args.points)
-    torch = _torch() if pub.pool.memory == "cuda" else None
-    on_gpu = torch.from_numpy(base).cuda() if torch is not None else None
+    torch: Any = _torch() if pub.pool.memory == "cuda" else None
+    on_gpu: Any = torch.from_numpy(base).cuda() if torch is not None else None
     deadline = time.monotonic() + 60
     while node.count_subscribers(TOPIC) == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -150,7 +150,7 @@ def publish_clouds(args: argparse.Namespace) -> str:
             continue
         shift = np.float32(0.05 * index)
         with frame:
-            if torch is not None:
+            if on_gpu is not None:
                 torch.from_dlpack(frame.xyz).copy_(on_gpu[:, :3] + torch.tensor([shift, 0, 0], device="cuda"))
                 torch.from_dlpack(frame.field("intensity")).copy_(on_gpu[:, 3])
                 frame.publish(torch.cuda.current_stream())

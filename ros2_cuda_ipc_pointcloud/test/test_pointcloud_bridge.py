@@ -9,8 +9,13 @@ from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Header
 
 from ros2_cuda_ipc_core import InvalidDescriptorError
-from ros2_cuda_ipc_pointcloud import CloudLayout, PointCloudPublisher, PointCloudReader, publish_pointcloud2_msg, \
-    to_pointcloud2_msg
+from ros2_cuda_ipc_pointcloud import (
+    CloudLayout,
+    PointCloudPublisher,
+    PointCloudReader,
+    publish_pointcloud2_msg,
+    to_pointcloud2_msg,
+)
 
 
 def as_msg(layout: CloudLayout, data: np.ndarray) -> PointCloud2:

@@ -76,7 +76,7 @@ def test_dlpack_of_aligned_fields_and_refusal_by_name_for_packed_ones(node):
             view.copy_field("time", out)
             np.testing.assert_array_equal(out, field_values(layout, data, "time"))
             np.testing.assert_array_equal(np.asarray(view.field("time")), out)  # numpy takes byte strides
-            with pytest.raises(ValueError, match="shape|dtype|float32"):
+            with pytest.raises(ValueError, match=r"shape|dtype|float32"):
                 view.copy_field("time", np.empty(layout.width, np.float64))
 
 

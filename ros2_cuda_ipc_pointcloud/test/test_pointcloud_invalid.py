@@ -8,6 +8,7 @@ from sensor_msgs.msg import PointField
 from ros2_cuda_ipc_core import InvalidDescriptorError
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 from ros2_cuda_ipc_pointcloud import PointCloudPublisher, PointCloudReader
+from ros2_cuda_ipc_pointcloud.layout_cache import LayoutCache
 
 
 @pytest.fixture(scope="module")
@@ -52,12 +53,15 @@ VELODYNE = [field("x", 0), field("y", 4), field("z", 8), field("intensity", 12),
     ({"height": 2**32 - 1, "width": 2**32 - 1, "row_step": 22 * (2**32 - 1)}, "need .* bytes; the buffer holds 8800"),
     ({"byte_size": 8799}, "the buffer holds 8799"),
 ])
-def test_each_invalid_metadata_raises_and_takes_no_lease(published, change, needle):
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "after-a-valid-read"])
+def test_each_invalid_metadata_raises_and_takes_no_lease(published, change, needle, warm):
     pub, msg = published
     reader = PointCloudReader()
+    if warm:  # the reader's layout cache holds the valid layout: the altered one is still checked in full
+        reader.read(msg).close()
     with pytest.raises(InvalidDescriptorError, match=needle):
         reader.read(altered(msg, **change))
-    assert reader.stats()["leases_held"] == 0 and reader.stats()["reads"] == 0
+    assert reader.stats()["leases_held"] == 0 and reader.stats()["reads"] == int(warm)
     assert reader.stats()["invalid_descriptors"] == 1
     assert pub.pool.stats()["blocks_held_by_readers"] == 0
 
@@ -66,3 +70,18 @@ def test_the_unaltered_message_reads(published):
     _, msg = published
     with PointCloudReader().read(msg) as view:
         assert view.field("time").shape == (4, 100)
+
+
+def test_layout_cache_reuses_checked_layouts_and_points(published):
+    _, msg = published
+    cache = LayoutCache(capacity=4)
+    first = cache.layout_of(msg, 8800)
+    assert cache.layout_of(msg, 8800) is first
+    assert first.geometry("time") is first.geometry("time")
+    smaller = cache.layout_of(altered(msg, height=1, width=7, row_step=154), 154)
+    assert smaller.fields is first.fields and (smaller.height, smaller.width) == (1, 7)
+    with pytest.raises(InvalidDescriptorError, match="buffer holds 8799"):
+        cache.layout_of(msg, 8799)
+    for width in range(1, 10):  # bounded: old entries go
+        cache.layout_of(altered(msg, height=1, width=width, row_step=22 * width), 22 * width)
+    assert cache.layout_of(msg, 8800) == first

@@ -77,8 +77,9 @@ def test_pool_is_kept_for_smaller_clouds_and_remade_for_a_new_layout(node):
         pools = []
         for width, fields in ((1000, "velodyne"), (10, "velodyne"), (2000, "velodyne"), (5, "livox")):
             layout = CloudLayout.create(fields, width)
+            before = len(got)
             lidar.publish(as_msg(layout, sample_bytes(layout)))
-            assert spin_until(executor, lambda n=len(pools): len(got) > n)
+            assert spin_until(executor, lambda before=before: len(got) > before)
             pools.append(bytes(got[-1].core.pool_id))
             assert got[-1].width == width and got[-1].point_step == layout.point_step
         assert pools[0] == pools[1] != pools[2] != pools[3]
@@ -114,7 +115,7 @@ def test_executables_end_on_a_signal_with_exit_0_and_no_traceback(main, signum):
         assert proc.stdout.readline().strip() == "up"
         time.sleep(1.0)  # let rclpy start spinning
         proc.send_signal(signum)
-        out, err = proc.communicate(timeout=20)
+        _, err = proc.communicate(timeout=20)
     finally:
         proc.kill()
     assert proc.returncode == 0, err
