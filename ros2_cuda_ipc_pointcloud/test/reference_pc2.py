@@ -64,3 +64,14 @@ def create_cloud(fields: list[PointField], points: np.ndarray, header: Any = Non
     msg.is_bigendian, msg.is_dense = bool(made.is_bigendian), bool(made.is_dense)
     msg.data = bytes(made.data)
     return msg
+
+
+def reads_padded_rows() -> bool:
+    """Whether ``read_points`` honours ``row_step`` (Humble's ``sensor_msgs_py`` reads rows as if packed)."""
+    msg = PointCloud2(height=2, width=2, point_step=4, row_step=12, is_dense=True)
+    msg.fields = [PointField(name="v", offset=0, datatype=PointField.UINT32, count=1)]
+    msg.data = np.array([1, 2, 99, 3, 4, 99], np.uint32).tobytes()
+    try:
+        return [int(v) for v in pc2.read_points(msg)["v"]] == [1, 2, 3, 4]
+    except ValueError:
+        return False

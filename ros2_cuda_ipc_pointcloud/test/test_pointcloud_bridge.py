@@ -50,10 +50,11 @@ def test_byte_identical_round_trip(node, name):
     assert (back.height, back.width, back.point_step, back.row_step, back.is_bigendian, back.is_dense) == \
         (msg.height, msg.width, msg.point_step, msg.row_step, msg.is_bigendian, msg.is_dense)
     assert list(back.fields) == list(msg.fields) and back.header == msg.header
-    if layout.row_step == layout.width * layout.point_step or reference.NAME == "pointcloud2":
-        points = reference.read_points(back)
-        for field in layout.field_names:
-            np.testing.assert_array_equal(points[field], field_values(layout, data, field).reshape(-1))
+    if layout.row_step != layout.width * layout.point_step and not reference.reads_padded_rows():
+        pytest.skip(f"{reference.NAME} here ignores row_step (Humble's sensor_msgs_py); the bytes matched")
+    points = reference.read_points(back)
+    for field in layout.field_names:
+        np.testing.assert_array_equal(points[field], field_values(layout, data, field).reshape(-1))
 
 
 @pytest.mark.parametrize("name", ["ouster", "velodyne", "livox", "xyz", "xyzrgb"])
