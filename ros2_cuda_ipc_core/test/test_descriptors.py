@@ -26,8 +26,20 @@ def live():
         yield pool, block.prepare_publish()
 
 
+def any_value_core() -> BufferCore:
+    """A BufferCore whose setters take any value, as they do on Jazzy and newer unless ROS_PYTHON_CHECK_FIELDS=1.
+
+    A wrong-length fixed array cannot come off the wire (CDR carries none), so this is how a malformed
+    descriptor reaches a reader: built in-process with the default setters.  Humble has no switch.
+    """
+    try:
+        return BufferCore(check_fields=False)
+    except AssertionError:  # Humble: 'Invalid arguments passed to constructor: check_fields'
+        return BufferCore()
+
+
 def copy_core(core: BufferCore, **changes) -> BufferCore:
-    out = BufferCore()
+    out = any_value_core()
     for name in ("socket_path", "block_id", "uid", "publisher_pid", "memory", "device_id", "byte_size"):
         setattr(out, name, changes.get(name, getattr(core, name)))
     out.pool_id = np.asarray(changes.get("pool_id", core.pool_id), dtype=np.uint8)
@@ -73,8 +85,12 @@ def test_random_pool_ids_and_socket_paths(live, pool_id, socket_path):
 def test_each_bad_field_is_named(live, field, value):
     _, core = live
     reader = Reader()
+    try:
+        bad = copy_core(core, **{field: value})
+    except AssertionError:
+        pytest.skip("this distro's message setters refuse the value themselves (Humble)")
     with pytest.raises(InvalidDescriptorError) as info:
-        reader.read(copy_core(core, **{field: value}))
+        reader.read(bad)
     assert field.split("_")[0] in str(info.value) or "memory" in str(info.value)
     assert reader.stats()["invalid_descriptors"] == 1 and reader.stats()["leases_held"] == 0
 
