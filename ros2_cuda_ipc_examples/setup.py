@@ -10,6 +10,7 @@ setup(
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", ["launch/fanout.launch.py"]),
     ],
     install_requires=["setuptools"],
     extras_require={"test": ["pytest", "hypothesis"]},
@@ -20,9 +21,10 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
-            "demo = ros2_cuda_ipc_examples.demo:main",
+            "demo = ros2_cuda_ipc_examples.demo:console_main",
             "benchmark = ros2_cuda_ipc_examples.benchmark:main",
             "container = ros2_cuda_ipc_examples.container:main",
+            "pipeline = ros2_cuda_ipc_examples.pipeline:console_main",
             "synthetic_camera = ros2_cuda_ipc_examples.camera:main",
             "preprocess = ros2_cuda_ipc_examples.preprocess:main",
             "inference_like = ros2_cuda_ipc_examples.inference:main",

@@ -1,135 +1,116 @@
-"""End-to-end demo: two real ROS 2 processes share frames through a ros2_cuda_ipc pool.
+"""The demo: a camera fanning out to preprocessing, inference, an encoder and a preview, each its own process.
 
-The publisher process writes each frame into a pool block and publishes only the descriptor;
-the subscriber process maps the same memory read-only and checks every frame.  Run it with
-``make demo`` or ``ros2 run ros2_cuda_ipc_examples demo``.
+    make demo                                   # 10 s at 1080p, memory auto
+    make demo DEMO_ARGS="--size 4k --compose"   # or: ros2 run ros2_cuda_ipc_examples demo --size 4k
+
+Stage 1 runs the ``fanout`` pipeline with its live table. Stages 2 and 3 run one camera ->
+encoder hop for a few seconds each, first through ros2_cuda_ipc, then through
+``sensor_msgs/Image`` (a download, DDS serialization and an upload per frame: what every
+process boundary costs without ros2_cuda_ipc), and compare the latency. The summary goes to
+``<out>/pipeline-summary.json``, the last frame the preview node downloaded to ``<out>/preview.png``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
+from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
+from ros2_cuda_ipc_core import run_tool
 
-from ros2_cuda_ipc_examples.two_process import add_role_argument, dispatch, run_roles
+from .pipeline import (
+    PipelineFailed,
+    add_run_arguments,
+    options_from,
+    positive_number,
+    print_outcome,
+    run_pipeline,
+    write_summary,
+)
+from .pipelines import PipelineOptions, fanout, hop
 
-TOPIC = "ros2_cuda_ipc_demo/frames"
-
-
-def _qos():
-    from rclpy.qos import QoSProfile, QoSReliabilityPolicy
-
-    return QoSProfile(depth=10, reliability=QoSReliabilityPolicy.RELIABLE)
-
-
-def frame_value(seq: int) -> int:
-    return (seq * 37 + 11) % 251
-
-
-def run_publisher(args: argparse.Namespace) -> None:
-    import rclpy
-    from rclpy.serialization import serialize_message
-
-    from ros2_cuda_ipc_core import BlockManager
-    from ros2_cuda_ipc_msgs.msg import BufferCore
-
-    rclpy.init()
-    node = rclpy.create_node("ros2_cuda_ipc_demo_publisher")
-    pub = node.create_publisher(BufferCore, TOPIC, _qos())
-    with BlockManager(args.size_mib << 20, block_count=4, memory=args.memory, reuse_delay=0.05) as pool:
-        node.get_logger().info(f"pool: {pool.block_count} {pool.memory} blocks of {pool.block_size >> 20} MiB, "
-                               f"fds served at {pool.socket_path}")
-        while pub.get_subscription_count() == 0:
-            rclpy.spin_once(node, timeout_sec=0.05)
-        time.sleep(0.5)
-        message_bytes = 0
-        for seq in range(args.frames):
-            block = pool.acquire_for_publish(timeout=1.0)
-            if block is None:
-                node.get_logger().warning(f"frame {seq}: every block is still held by readers; skipped")
-                continue
-            with block:
-                frame = block.view((args.size_mib << 20,), np.uint8)
-                frame.fill(frame_value(seq))
-                frame[:8] = np.frombuffer(np.uint64(seq).tobytes(), np.uint8)
-                core = block.prepare_publish()
-            message_bytes = len(serialize_message(core))
-            pub.publish(core)
-            time.sleep(1 / args.rate)
-        time.sleep(0.5)
-        print(json.dumps({"stats": pool.stats(), "message_bytes": message_bytes}), flush=True)
-    node.destroy_node()
-    rclpy.shutdown()
+__all__ = ["main"]
 
 
-def run_subscriber(args: argparse.Namespace) -> None:
-    import rclpy
-
-    from ros2_cuda_ipc_core import Reader, Ros2CudaIpcError
-    from ros2_cuda_ipc_msgs.msg import BufferCore
-
-    rclpy.init()
-    node = rclpy.create_node("ros2_cuda_ipc_demo_subscriber")
-    reader = Reader()
-    seen: dict[str, Any] = {"verified": 0, "bad": 0, "dropped": 0, "read_us": []}
-
-    def on_frame(core: BufferCore) -> None:
-        started = time.perf_counter()
-        try:
-            with reader.read(core) as handle:
-                frame = handle.view((handle.byte_size,), np.uint8)
-                seq = int(frame[:8].view(np.uint64)[0])
-                good = bool((frame[8:] == frame_value(seq)).all()) and not frame.flags.writeable
-                del frame
-        except Ros2CudaIpcError as exc:
-            seen["dropped"] += 1
-            node.get_logger().warning(str(exc))
-            return
-        seen["read_us"].append((time.perf_counter() - started) * 1e6)
-        seen["verified" if good else "bad"] += 1
-
-    node.create_subscription(BufferCore, TOPIC, on_frame, _qos())
-    deadline = time.monotonic() + args.frames / args.rate + 30
-    while seen["verified"] + seen["bad"] + seen["dropped"] < args.frames and time.monotonic() < deadline:
-        rclpy.spin_once(node, timeout_sec=0.1)
-    print(json.dumps({**seen, "read_us": float(np.median(seen["read_us"] or [0])), "stats": reader.stats()}),
-          flush=True)
-    node.destroy_node()
-    rclpy.shutdown()
+def _say(text: str) -> None:
+    print(f"demo: {text}", flush=True)
 
 
-def run_demo(args: argparse.Namespace) -> int:
-    print(f"demo: starting a subscriber and a publisher process; {args.frames} frames of {args.size_mib} MiB "
-          f"at {args.rate:g} Hz on topic /{TOPIC}", flush=True)
-    argv = ["--frames", str(args.frames), "--size-mib", str(args.size_mib), "--memory", args.memory,
-            "--rate", str(args.rate)]
-    pub, sub, pub_pid, sub_pid = run_roles(__file__, argv, timeout=args.frames / args.rate + 60)
-    if pub is None or sub is None:
-        print("demo: a process failed; see its log above", file=sys.stderr)
+def _hop(options: PipelineOptions, transport: str, seconds: float) -> dict[str, Any]:
+    hop_options = PipelineOptions(options.width, options.height, options.fps, options.memory, 0, seconds,
+                                  options.namespace + "_hop", options.out_dir / f"hop_{transport}", options.block_count)
+    summary = run_pipeline(hop(hop_options, transport), hop_options, stream=None)
+    encoder = summary["nodes"]["encoder"] or {}
+    return {"frames_published": summary["frames_published"], "frames_checked": encoder.get("checked", 0),
+            "latency_ms": encoder.get("latency_ms_total"), "ok": summary["ok"]}
+
+
+def _hop_line(label: str, hop_result: dict[str, Any], baseline: dict[str, Any] | None) -> str:
+    latency = hop_result["latency_ms"] or {"p50": None, "p99": None}
+    if latency["p50"] is None:
+        return f"  {label:<34} no frame arrived"
+    line = f"  {label:<34} {hop_result['frames_checked']:>6} {latency['p50']:>8.1f} {latency['p99']:>8.1f}"
+    if baseline and baseline["latency_ms"] and baseline["latency_ms"]["p50"]:
+        line += f"   {latency['p50'] / baseline['latency_ms']['p50']:.1f}x the p50 of ros2_cuda_ipc"
+    return line
+
+
+def run_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    options, why = options_from(parser, args)
+    mode = "composed in one container" if args.compose else "separate processes"
+    _say(f"frames live in {options.memory} memory: {why}")
+    length = f"{options.frames} frames" if options.frames else f"{options.seconds:g} s"
+    _say(f"stage 1/3: the fanout pipeline (camera -> preprocess -> inference, camera -> encoder, camera -> preview), "
+         f"{options.width}x{options.height} at {options.fps:g} fps, {mode}, for {length}")
+    title = f"fanout · {mode} · {options.memory} memory · {options.width}x{options.height}"
+    try:
+        summary = run_pipeline(fanout(options), options, compose=args.compose, executor=args.executor, title=title)
+        print_outcome(summary)
+        if summary["interrupted"]:
+            _say("interrupted: the comparison stages are skipped")
+        else:
+            _say(f"stages 2/3 and 3/3: camera -> encoder alone, {args.hop_seconds:g} s through ros2_cuda_ipc, then "
+                 f"{args.hop_seconds:g} s through sensor_msgs/Image (separate processes)")
+            summary["hop"] = {"ros2_cuda_ipc": _hop(options, "ipc", args.hop_seconds),
+                              "sensor_msgs": _hop(options, "sensor_msgs", args.hop_seconds)}
+    except PipelineFailed as exc:
+        _say(f"FAILED: {exc}")
         return 1
-    print(f"demo: publisher (pid {pub_pid}) published {pub['stats']['published']} frames; "
-          f"each DDS message was {pub['message_bytes']} bytes, each frame {args.size_mib} MiB.")
-    print(f"demo: subscriber (pid {sub_pid}) verified {sub['verified']} frames in the publisher's own memory "
-          f"(read-only mapping, imported {sub['stats']['imports']} time(s)); {sub['bad']} wrong, {sub['dropped']} dropped; "
-          f"median read + check {sub['read_us']:.0f} us per frame.")
-    ok = sub["verified"] == pub["stats"]["published"] > 0 and sub["bad"] == 0
-    print("demo: OK" if ok else "demo: FAILED")
-    return 0 if ok else 1
+    if "hop" in summary:
+        frame_mib = options.width * options.height * 3 / (1 << 20)
+        _say(f"the same hop, camera -> encoder, {options.width}x{options.height} rgb8 ({frame_mib:.1f} MiB a frame):")
+        print(f"  {'transport':<34} {'frames':>6} {'p50 ms':>8} {'p99 ms':>8}")
+        ipc, ros = summary["hop"]["ros2_cuda_ipc"], summary["hop"]["sensor_msgs"]
+        print(_hop_line(f"ros2_cuda_ipc ({options.memory} memory)", ipc, None))
+        print(_hop_line("sensor_msgs/Image (copies)", ros, ipc))
+    path = write_summary(summary, options.out_dir)
+    if summary["preview_png"]:
+        _say(f"preview.png: {summary['preview_png']} ({options.width}x{options.height}, the last frame the preview "
+             "node downloaded)")
+    else:
+        _say("no preview.png was written")
+    _say(f"summary: {path}")
+    ok = summary["ok"] and all(stage["ok"] for stage in summary.get("hop", {}).values())
+    _say("OK" if ok or summary["interrupted"] else "FAILED: a consumer saw a bad frame or none at all (see the summary)")
+    return 0 if ok or summary["interrupted"] else 1
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--frames", type=int, default=100)
-    parser.add_argument("--size-mib", type=int, default=8)
-    parser.add_argument("--rate", type=float, default=30.0, help="frames per second")
-    parser.add_argument("--memory", choices=["auto", "host", "cuda"], default="host")
-    add_role_argument(parser, "demo")
-    dispatch(parser.parse_args(argv), run_publisher, run_subscriber, run_demo)
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="demo", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_run_arguments(parser, "camera runs this long (default: 10, or until --frames when that is given)")
+    parser.add_argument("--hop-seconds", type=positive_number(float), default=3.0,
+                        help="length of each comparison stage (default: %(default)s)")
+    args = parser.parse_args(argv)
+    if args.seconds is None and args.frames is None:
+        args.seconds = 10.0
+    return run_demo(parser, args)
+
+
+def console_main() -> None:
+    raise SystemExit(run_tool(lambda: main(sys.argv[1:])))
 
 
 if __name__ == "__main__":
-    main()
+    console_main()

@@ -1,0 +1,72 @@
+"""``StatsTable``: the pipeline's live table, made from the nodes' ``pipeline_stats`` reports.
+
+Per node: frames in and out per second (between its last two reports), latency from the
+camera's stamp p50 / p99 over its last period, frames checked and bad, stale drops, frames
+lost on the way, leases held now, and reads served from a pool of the same process.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["StatsTable"]
+
+_COLUMNS = (("node", 12), ("in/s", 7), ("out/s", 7), ("p50 ms", 8), ("p99 ms", 8), ("checked", 8), ("bad", 5),
+            ("stale", 6), ("lost", 5), ("leases", 7), ("same-proc", 10))
+
+
+class StatsTable:
+    """Keeps each node's last two reports; :meth:`render` prints them as rows, in the pipeline's order."""
+
+    def __init__(self, order: list[str]) -> None:
+        self.order = order
+        self.latest: dict[str, dict[str, Any]] = {}
+        self._previous: dict[str, dict[str, Any]] = {}
+
+    def add(self, data: str) -> None:
+        """One ``pipeline_stats`` message's JSON."""
+        report = json.loads(data)
+        name = report["node"].rsplit("/", 1)[-1]
+        if name in self.latest:
+            self._previous[name] = self.latest[name]
+        self.latest[name] = report
+
+    def rate(self, name: str, key: str) -> float | None:
+        now, before = self.latest.get(name), self._previous.get(name)
+        if now is None or before is None or now["time"] <= before["time"]:
+            return None
+        return (now[key] - before[key]) / (now["time"] - before["time"])
+
+    def rows(self) -> list[list[str]]:
+        rows = []
+        for name in [*self.order, *sorted(set(self.latest) - set(self.order))]:
+            report = self.latest.get(name)
+            if report is None:
+                rows.append([name, "(not reporting yet)"])
+                continue
+            is_source = report["kind"] == "SyntheticCamera"
+            latency = report["latency_ms"]
+            rows.append([name, _number(None if is_source else self.rate(name, "in")), _number(self.rate(name, "out")),
+                         _number(latency["p50"]), _number(latency["p99"]),
+                         *("-" if is_source else str(report[key]) for key in ("checked", "bad", "stale", "lost")),
+                         str(report.get("leases_held", "-")),
+                         "-" if is_source else str(report.get("same_process_reads", "-"))])
+        return rows
+
+    def render(self) -> str:
+        header = "".join(title.rjust(width) if i else title.ljust(width) for i, (title, width) in enumerate(_COLUMNS))
+        lines = [header]
+        for row in self.rows():
+            if len(row) == 2:
+                lines.append(row[0].ljust(_COLUMNS[0][1]) + row[1])
+            else:
+                lines.append("".join(cell.rjust(width) if i else cell.ljust(width)
+                                     for i, (cell, (_, width)) in enumerate(zip(row, _COLUMNS, strict=True))))
+        return "\n".join(lines)
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1f}" if value < 1000 else f"{value:.0f}"

@@ -1,0 +1,359 @@
+"""Run an example pipeline as separate processes (default) or composed in one container, with a live table.
+
+    pipeline fanout --seconds 10 --size 1080p --memory auto
+    pipeline fanout --compose --frames 300 --size 4k
+    ros2 run ros2_cuda_ipc_examples pipeline fanout --seconds 10
+
+It prints a table once a second (per node: frames in and out per second, latency from the
+camera's stamp p50 / p99, frames checked, bad, stale drops, lost, leases held, same-process
+reads), stops after ``--seconds`` / ``--frames`` or on Ctrl-C (exit code 0), and writes
+``pipeline-summary.json`` and the preview node's ``preview.png`` to ``--out``. If a node's
+process fails, it says which and shows that node's last log lines at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from ros2_cuda_ipc_core import run_tool
+
+from .arrays import MemoryChoiceError, choose_memory
+from .container import ComponentSpec
+from .live_table import StatsTable
+from .pipeline_node import STATS_TOPIC
+from .pipelines import PIPELINES, Pipeline, PipelineOptions
+from .scene import MIN_HEIGHT, MIN_WIDTH
+
+__all__ = ["PipelineFailed", "add_run_arguments", "main", "options_from", "positive_number", "print_outcome", "run_pipeline",
+           "write_summary"]
+
+SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080), "4k": (3840, 2160)}
+STARTUP_TIMEOUT = 60.0  # seconds for every node to report once (imports, DDS discovery, a slow CI machine)
+DRAIN_REPORTS = 2  # after the camera is done: reports with no change before the pipeline counts as drained
+
+
+class PipelineFailed(RuntimeError):
+    """A node's process ended early or never reported; the message names it and shows its last log lines."""
+
+
+def positive_number(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+        return value
+
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """'1080p', '4k', '720p', '480p' or WIDTHxHEIGHT."""
+    if text.lower() in SIZES:
+        return SIZES[text.lower()]
+    width, sep, height = text.lower().partition("x")
+    if not sep or not width.isdigit() or not height.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(SIZES)} or WIDTHxHEIGHT")
+    if int(width) < MIN_WIDTH or int(height) < MIN_HEIGHT:
+        raise argparse.ArgumentTypeError(f"{text} is below the smallest picture, {MIN_WIDTH}x{MIN_HEIGHT}")
+    return int(width), int(height)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser,
+                      seconds_help: str = "camera runs this long (default: until --frames or Ctrl-C)") -> None:
+    parser.add_argument("--seconds", type=positive_number(float), default=None, help=seconds_help)
+    parser.add_argument("--frames", type=positive_number(int), default=None, help="camera sends this many frames")
+    parser.add_argument("--size", type=parse_size, default=SIZES["1080p"], metavar="SIZE",
+                        help=f"{', '.join(SIZES)} or WIDTHxHEIGHT (default: 1080p)")
+    parser.add_argument("--fps", "--rate", dest="fps", type=positive_number(float), default=30.0,
+                        help="camera frames per second (default: %(default)s)")
+    parser.add_argument("--memory", choices=["auto", "cuda", "host"], default="auto",
+                        help="where frames live; auto: CUDA when a GPU and torch or cupy are here (default: auto)")
+    parser.add_argument("--compose", action="store_true", help="every node in one container process")
+    parser.add_argument("--executor", choices=["single", "multi"], default="single",
+                        help="the container's executor with --compose (default: single)")
+    parser.add_argument("--out", type=Path, default=Path("pipeline-output"),
+                        help="where pipeline-summary.json, preview.png and the node logs go (default: %(default)s)")
+    parser.add_argument("--namespace", default="/fanout", help="ROS namespace of the nodes (default: %(default)s)")
+    parser.add_argument("--blocks", type=positive_number(int), default=4,
+                        help="blocks in each publisher's pool; more absorb slower consumers (default: %(default)s)")
+
+
+def options_from(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[PipelineOptions, str]:
+    """The options, with the memory resolved (and why); a CUDA request that cannot work is a usage error, now."""
+    try:
+        memory, why = choose_memory(args.memory)
+    except MemoryChoiceError as exc:
+        parser.error(str(exc))
+    namespace = args.namespace if args.namespace.startswith("/") else "/" + args.namespace
+    if args.blocks < 2:
+        parser.error(f"argument --blocks: a pool needs at least 2 blocks, not {args.blocks}")
+    return PipelineOptions(args.size[0], args.size[1], args.fps, memory, args.frames or 0, args.seconds or 0.0,
+                           namespace, args.out, args.blocks), why
+
+
+@dataclass
+class _Child:
+    name: str
+    process: subprocess.Popen
+    log: Path
+    started: float
+
+    def tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log.read_text(errors="replace").rstrip().splitlines()
+        except OSError:
+            return "(no log)"
+        return "\n".join("    " + line for line in text[-lines:]) or "    (empty log)"
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGTERM when the runner dies, so no node outlives a killed runner."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _param(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _process_command(spec: ComponentSpec) -> list[str]:
+    args = ["--ros-args", "-r", f"__node:={spec.name}", "-r", f"__ns:={spec.namespace}"]
+    args += [arg for key, value in spec.parameters.items() for arg in ("-p", f"{key}:={_param(value)}")]
+    args += [arg for source, target in spec.remappings.items() for arg in ("-r", f"{source}:={target}")]
+    return [sys.executable, "-m", "ros2_cuda_ipc_examples.run_component", spec.plugin, *args]
+
+
+def _container_command(pipeline: Pipeline, executor: str, namespace: str) -> list[str]:
+    args = []
+    for spec in pipeline.components:
+        args += ["--load", spec.plugin, "--name", spec.name or "", "--namespace", spec.namespace or namespace]
+        args += [arg for key, value in spec.parameters.items() for arg in ("--param", f"{key}:={_param(value)}")]
+        args += [arg for source, target in spec.remappings.items() for arg in ("--remap", f"{source}:={target}")]
+    return [sys.executable, "-m", "ros2_cuda_ipc_examples.container", *args, "--executor", executor,
+            "--ros-args", "-r", f"__node:={pipeline.name}_container", "-r", f"__ns:={namespace}"]
+
+
+def _start(name: str, command: list[str], log_dir: Path) -> _Child:
+    log = log_dir / f"{name}.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   start_new_session=True, preexec_fn=_die_with_parent)
+    return _Child(name, process, log, time.monotonic())
+
+
+def _stop(children: list[_Child], timeout: float = 15.0) -> dict[str, int]:
+    for child in children:
+        if child.process.poll() is None:
+            child.process.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + timeout
+    codes = {}
+    for child in children:
+        try:
+            codes[child.name] = child.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.process.kill()
+            codes[child.name] = child.process.wait()
+    return codes
+
+
+class _Screen:
+    """Prints the table once a second: in place on a terminal, as blocks otherwise, not at all without a stream."""
+
+    def __init__(self, stream: IO[str] | None, title: str) -> None:
+        self.stream, self.title = stream, title
+        self._lines = 0
+        self._in_place = stream is not None and stream.isatty()
+
+    def show(self, text: str) -> None:
+        if self.stream is None:
+            return
+        if self._in_place and self._lines:
+            self.stream.write(f"\x1b[{self._lines}F\x1b[J")
+        self.stream.write(text + "\n")
+        self.stream.flush()
+        self._lines = text.count("\n") + 1
+
+
+def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool = False, executor: str = "single",
+                 stream: IO[str] | None = sys.stdout, title: str = "") -> dict[str, Any]:
+    """Start ``pipeline``, show the live table on ``stream`` until it is done (or Ctrl-C), stop it; return its summary.
+
+    Raises PipelineFailed as soon as a node's process ends early or a node never reports.
+    """
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from std_msgs.msg import String
+
+    log_dir = options.out_dir / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    table = StatsTable(pipeline.node_names)
+    _init_keeping_ctrl_c(rclpy)
+    monitor = rclpy.create_node("pipeline_monitor", namespace=options.namespace)
+    monitor.create_subscription(String, STATS_TOPIC, lambda msg: table.add(msg.data), 50)
+    spinner = SingleThreadedExecutor()
+    spinner.add_node(monitor)
+    if compose:
+        children = [_start(f"{pipeline.name}_container", _container_command(pipeline, executor, options.namespace),
+                           log_dir)]
+    else:
+        children = [_start(spec.name or spec.plugin, _process_command(spec), log_dir) for spec in pipeline.components]
+    screen = _Screen(stream, title)
+    started = time.monotonic()
+    interrupted = False
+    codes: dict[str, int] = {}
+    try:
+        _watch(spinner, table, children, screen, started)
+    except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C: stop the nodes, keep what they reported
+        interrupted = True
+        _collect_last_reports(spinner, table)
+    finally:
+        codes = _stop(children)
+        spinner.shutdown(timeout_sec=1.0)
+        monitor.destroy_node()
+        rclpy.try_shutdown()
+    failed = {name: code for name, code in codes.items() if code != 0}
+    if failed and not interrupted:
+        name = next(iter(failed))
+        child = next(c for c in children if c.name == name)
+        raise PipelineFailed(f"{name} exited with code {failed[name]} when asked to stop:\n{child.tail()}")
+    return _summary(pipeline, options, table, compose, time.monotonic() - started, interrupted, codes)
+
+
+def _init_keeping_ctrl_c(rclpy: Any) -> None:
+    """rclpy without its signal handlers where it allows (Humble's first releases did not): Ctrl-C is then a
+    KeyboardInterrupt that leaves the context up, so the nodes' last reports can still be read."""
+    try:
+        from rclpy.signals import SignalHandlerOptions
+    except ImportError:
+        rclpy.init()
+        return
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+
+
+def _collect_last_reports(spinner: Any, table: StatsTable, seconds: float = 1.2) -> None:
+    """After Ctrl-C: one more report from each node (every node reports once a second), unless Ctrl-C again."""
+    seen = {name: report["time"] for name, report in table.latest.items()}
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline and any(table.latest[name]["time"] == t for name, t in seen.items()):
+            spinner.spin_once(timeout_sec=0.1)
+    except Exception:  # the context was shut down by rclpy's own handler, or Ctrl-C again: keep what we have
+        return
+
+
+def _watch(spinner: Any, table: StatsTable, children: list[_Child], screen: _Screen, started: float) -> None:
+    next_draw = started + 1.0
+    stable, signature, last_report_time = 0, None, None
+    while True:
+        spinner.spin_once(timeout_sec=0.1)
+        for child in children:
+            code = child.process.poll()
+            if code is not None:
+                raise PipelineFailed(f"{child.name} (pid {child.process.pid}) exited with code {code} after "
+                                     f"{time.monotonic() - child.started:.1f} s; its log ({child.log}) ends:\n"
+                                     f"{child.tail()}")
+        now = time.monotonic()
+        missing = [name for name in table.order if name not in table.latest]
+        if missing and now - started > STARTUP_TIMEOUT:
+            raise PipelineFailed(f"{', '.join(missing)} never reported in {STARTUP_TIMEOUT:.0f} s; logs in "
+                                 f"{children[0].log.parent}")
+        if now >= next_draw:
+            next_draw += 1.0
+            screen.show(f"{screen.title}  t={now - started:.0f}s\n{table.render()}")
+        camera = table.latest.get("camera")
+        if camera is None or not camera.get("done") or missing:
+            continue
+        report_time = max(report["time"] for report in table.latest.values())
+        if report_time == last_report_time:
+            continue
+        last_report_time = report_time
+        current = tuple((name, r["in"], r["out"], r["checked"], r["bad"], r["stale"]) for name, r in
+                        sorted(table.latest.items()))
+        stable = stable + 1 if current == signature else 0
+        signature = current
+        if stable >= DRAIN_REPORTS * len(table.latest):
+            screen.show(f"{screen.title}  t={now - started:.0f}s (done)\n{table.render()}")
+            return
+
+
+def _summary(pipeline: Pipeline, options: PipelineOptions, table: StatsTable, compose: bool, wall: float,
+             interrupted: bool, codes: dict[str, int]) -> dict[str, Any]:
+    nodes = {name: table.latest.get(name) for name in pipeline.node_names}
+    consumers = {name: report for name, report in nodes.items() if report and report["kind"] != "SyntheticCamera"}
+    camera = nodes.get("camera") or {}
+    preview = options.out_dir / "preview.png"
+    ok = bool(camera.get("out")) and all(r["checked"] > 0 and r["bad"] == 0 for r in consumers.values()) \
+        and len(consumers) == len(nodes) - 1 and not any(codes.values())
+    return {
+        "pipeline": pipeline.name, "mode": "composed" if compose else "separate", "ok": ok,
+        "interrupted": interrupted, "wall_seconds": round(wall, 2),
+        "options": {**asdict(options), "out_dir": str(options.out_dir)},
+        "frames_published": camera.get("out", 0),
+        "frames_checked": {name: r["checked"] for name, r in consumers.items()},
+        "latency_ms": {name: r["latency_ms_total"] for name, r in consumers.items()},
+        "same_process_reads": {name: r.get("same_process_reads") for name, r in consumers.items()},
+        "exit_codes": codes,
+        "preview_png": str(preview) if preview.exists() else None,
+        "nodes": nodes,
+    }
+
+
+def write_summary(summary: dict[str, Any], out_dir: Path) -> Path:
+    path = out_dir / "pipeline-summary.json"
+    path.write_text(json.dumps(summary, indent=2) + "\n")
+    return path
+
+
+def print_outcome(summary: dict[str, Any], stream: IO[str] = sys.stdout) -> None:
+    """The few lines that say what happened."""
+    prefix = summary["pipeline"]
+    stream.write(f"{prefix}: {summary['frames_published']} frames published in {summary['wall_seconds']:.1f} s; "
+                 f"checked at each consumer: {', '.join(f'{k} {v}' for k, v in summary['frames_checked'].items())}\n")
+    for name, latency in summary["latency_ms"].items():
+        if latency["n"]:
+            stream.write(f"{prefix}: {name:<10} latency from the camera's stamp p50 {latency['p50']:.1f} ms, "
+                         f"p99 {latency['p99']:.1f} ms ({latency['n']} frames)\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="pipeline", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("pipeline", choices=sorted(PIPELINES), help="which pipeline")
+    add_run_arguments(parser)
+    args = parser.parse_args(argv)
+    options, why = options_from(parser, args)
+    pipeline = PIPELINES[args.pipeline](options)
+    mode = "composed in one container" if args.compose else "separate processes"
+    print(f"{pipeline.name}: {options.width}x{options.height} at {options.fps:g} fps, {mode}, "
+          f"{options.memory} memory ({why})", flush=True)
+    title = f"{pipeline.name} · {mode} · {options.memory} memory · {options.width}x{options.height}"
+    try:
+        summary = run_pipeline(pipeline, options, compose=args.compose, executor=args.executor, title=title)
+    except PipelineFailed as exc:
+        print(f"{pipeline.name}: FAILED: {exc}", file=sys.stderr)
+        return 1
+    path = write_summary(summary, options.out_dir)
+    print_outcome(summary)
+    print(f"{pipeline.name}: summary {path}; preview {summary['preview_png'] or '(none written)'}")
+    return 0 if summary["ok"] or summary["interrupted"] else 1
+
+
+def console_main() -> None:
+    raise SystemExit(run_tool(main))
+
+
+if __name__ == "__main__":
+    console_main()

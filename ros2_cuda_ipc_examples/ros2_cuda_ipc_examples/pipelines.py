@@ -1,0 +1,73 @@
+"""The example pipelines, as lists of components: what the runner, the demo and the launch file start.
+
+``fanout``: a camera feeding preprocessing -> inference, an encoder, and a preview (the only
+CPU copy). ``hop``: a camera and one encoder, through ros2_cuda_ipc or through
+``sensor_msgs/Image`` (the copy a process boundary costs without it): the demo's comparison.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .container import ComponentSpec
+
+__all__ = ["PIPELINES", "Pipeline", "PipelineOptions", "fanout", "hop"]
+
+_EXAMPLES = "ros2_cuda_ipc_examples::"
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    """What every pipeline is started with."""
+
+    width: int = 1920
+    height: int = 1080
+    fps: float = 30.0
+    memory: str = "host"  # resolved already: 'cuda' or 'host'
+    frames: int = 0  # 0: no limit
+    seconds: float = 0.0  # 0: no limit
+    namespace: str = "/fanout"
+    out_dir: Path = Path("pipeline-output")
+    block_count: int = 4  # blocks of each publisher's pool
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    name: str
+    components: list[ComponentSpec]
+
+    @property
+    def node_names(self) -> list[str]:
+        return [spec.name or spec.plugin for spec in self.components]
+
+
+def _camera(options: PipelineOptions, subscribers: int, **extra: object) -> ComponentSpec:
+    return ComponentSpec(f"{_EXAMPLES}SyntheticCamera", "camera", options.namespace, {
+        "width": options.width, "height": options.height, "fps": float(options.fps), "memory": options.memory,
+        "frames": options.frames, "seconds": float(options.seconds), "wait_for_subscribers": subscribers,
+        "block_count": options.block_count, **extra})
+
+
+def fanout(options: PipelineOptions) -> Pipeline:
+    """camera -> preprocess -> inference; camera -> encoder; camera -> preview (writes preview.png)."""
+    ns = options.namespace
+    return Pipeline("fanout", [
+        _camera(options, 3),
+        ComponentSpec(f"{_EXAMPLES}Preprocess", "preprocess", ns, {"block_count": options.block_count}),
+        ComponentSpec(f"{_EXAMPLES}InferenceLike", "inference", ns),
+        ComponentSpec(f"{_EXAMPLES}EncoderLike", "encoder", ns),
+        ComponentSpec(f"{_EXAMPLES}Preview", "preview", ns, {"snapshot_path": str(options.out_dir.resolve() / "preview.png")}),
+    ])
+
+
+def hop(options: PipelineOptions, transport: str = "ipc") -> Pipeline:
+    """camera -> encoder; ``transport="sensor_msgs"``: a download, DDS serialization and an upload per frame."""
+    return Pipeline("hop", [
+        _camera(options, 1, transport=transport),
+        ComponentSpec(f"{_EXAMPLES}EncoderLike", "encoder", options.namespace,
+                      {"transport": transport, "memory": options.memory}),
+    ])
+
+
+PIPELINES = {"fanout": fanout}

@@ -1,0 +1,133 @@
+"""The fanout pipeline end to end on host memory: every frame checked at every consumer, separate and composed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
+from ros2_cuda_ipc_examples.container import ComponentSpec
+from ros2_cuda_ipc_examples.pipeline import PipelineFailed, run_pipeline
+from ros2_cuda_ipc_examples.pipelines import Pipeline, PipelineOptions, fanout
+from ros2_cuda_ipc_examples.png import read_png
+from ros2_cuda_ipc_examples.scene import Probe
+
+FRAMES = 20
+CONSUMERS = ("preprocess", "inference", "encoder", "preview")
+
+
+def small_options(tmp_path: Path, namespace: str) -> PipelineOptions:
+    # Slow enough that a busy 2-core CI machine keeps up; 8 blocks absorb a stall of over a second.
+    return PipelineOptions(width=160, height=120, fps=8.0, memory="host", frames=FRAMES, namespace=namespace,
+                           out_dir=tmp_path, block_count=8)
+
+
+def assert_every_frame_checked(summary: dict) -> None:
+    assert summary["ok"], json.dumps(summary, indent=1)
+    assert summary["frames_published"] == FRAMES
+    for name in CONSUMERS:
+        report = summary["nodes"][name]
+        assert (report["checked"], report["bad"], report["stale"], report["lost"]) == (FRAMES, 0, 0, 0), (name, report)
+        assert report["latency_ms_total"]["n"] == FRAMES
+    assert set(summary["exit_codes"].values()) == {0}
+
+
+def assert_preview_shows_the_picture(path: str) -> None:
+    pixels = read_png(path)
+    assert pixels.shape == (120, 160, 3)
+    probe = Probe.for_image(120, 160)
+    seq, matches = probe.check(pixels[probe.ys, probe.xs])
+    assert matches and 0 <= seq < FRAMES
+
+
+def test_fanout_as_separate_processes(tmp_path):
+    options = small_options(tmp_path, "/fanout_separate")
+    summary = run_pipeline(fanout(options), options, stream=None)
+    assert summary["mode"] == "separate"
+    assert_every_frame_checked(summary)
+    pids = {summary["nodes"][name]["pid"] for name in ("camera", *CONSUMERS)}
+    assert len(pids) == 5
+    assert all(summary["nodes"][name]["same_process_reads"] == 0 for name in CONSUMERS)
+    assert_preview_shows_the_picture(summary["preview_png"])
+
+
+def test_fanout_composed_reads_through_the_same_process_path(tmp_path):
+    options = small_options(tmp_path, "/fanout_composed")
+    summary = run_pipeline(fanout(options), options, compose=True, stream=None)
+    assert summary["mode"] == "composed"
+    assert_every_frame_checked(summary)
+    assert len({summary["nodes"][name]["pid"] for name in ("camera", *CONSUMERS)}) == 1
+    for name in CONSUMERS:
+        report = summary["nodes"][name]
+        assert report["same_process_reads"] == report["reads"] == FRAMES, (name, report)
+    assert_preview_shows_the_picture(summary["preview_png"])
+
+
+def test_a_failing_node_is_reported_at_once(tmp_path):
+    options = PipelineOptions(width=160, height=120, memory="host", namespace="/failing", out_dir=tmp_path)
+    broken = Pipeline("broken", [ComponentSpec("ros2_cuda_ipc_examples::SyntheticCamera", "camera", "/failing",
+                                               {"fps": -1.0, "memory": "host"})])
+    started = time.monotonic()
+    with pytest.raises(PipelineFailed) as failure:
+        run_pipeline(broken, options, stream=None)
+    assert time.monotonic() - started < 30
+    message = str(failure.value)
+    assert "camera" in message and "exited with code 2" in message and "fps (-1.0) must be positive" in message
+
+
+def test_ctrl_c_stops_the_pipeline_with_exit_code_0_and_writes_the_summary(tmp_path):
+    runner = subprocess.Popen([sys.executable, "-m", "ros2_cuda_ipc_examples.pipeline", "fanout", "--size", "160x120",
+                               "--fps", "5", "--memory", "host", "--out", str(tmp_path), "--namespace", "/fanout_ctrl_c"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    summary_path = tmp_path / "pipeline-summary.json"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (tmp_path / "preview.png").exists():
+            assert runner.poll() is None, runner.communicate()
+            time.sleep(0.2)
+        time.sleep(2.0)  # a report or two from every node
+        runner.send_signal(signal.SIGINT)
+        out, err = runner.communicate(timeout=60)
+    finally:
+        runner.kill()
+    assert runner.returncode == 0, err
+    assert "Traceback" not in err + out
+    summary = json.loads(summary_path.read_text())
+    assert summary["interrupted"] and summary["frames_published"] > 0
+    assert "preview" in out and "camera" in out  # the live table was shown
+    assert all(summary["nodes"].values()), summary["nodes"]
+    for report in summary["nodes"].values():
+        with pytest.raises(ProcessLookupError):
+            os.kill(report["pid"], 0)  # every node's process is gone
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--frames", "0"], "argument --frames: must be positive, not 0"),
+    (["--frames", "-1"], "argument --frames: must be positive, not -1"),
+    (["--rate", "0"], "argument --fps/--rate: must be positive, not 0"),
+    (["--size", "0"], "'0' is not one of 480p, 720p, 1080p, 4k or WIDTHxHEIGHT"),
+    (["--size", "10x10"], "10x10 is below the smallest picture, 96x64"),
+    (["--seconds", "nan?"], "'nan?' is not a number"),
+    (["--blocks", "1"], "a pool needs at least 2 blocks"),
+    (["--hop-seconds", "0"], "argument --hop-seconds: must be positive"),
+])
+def test_demo_refuses_bad_arguments_at_once(args, message):
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.demo", *args], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2 and message in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and time.monotonic() - started < 30
+
+
+@pytest.mark.skipif(unavailable_reason(0) is None, reason="checks the message where there is no usable GPU")
+def test_demo_on_cuda_without_a_gpu_says_why_at_once():
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.demo", "--memory", "cuda"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "memory='cuda' cannot be used: no usable CUDA driver" in out.stderr
