@@ -84,7 +84,8 @@ def _cpu_count() -> int:
 
 
 def write_json(path: Path, run: dict[str, Any]) -> None:
-    path.write_text(json.dumps(run, indent=1) + "\n")
+    """Compact (per-frame samples make it large), one record; ``python -m json.tool`` pretty-prints it."""
+    path.write_text(json.dumps(run, separators=(",", ":")) + "\n")
 
 
 # --- markdown ---------------------------------------------------------------------------------------
