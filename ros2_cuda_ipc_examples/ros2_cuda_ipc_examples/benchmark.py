@@ -37,7 +37,7 @@ from ros2_cuda_ipc_examples.bench import plots, results
 from ros2_cuda_ipc_examples.bench.arrays import GPU_LIBRARIES, installed_gpu_libraries
 from ros2_cuda_ipc_examples.bench.cases import MODES, TRANSPORTS, Case, Plan, make_plan
 from ros2_cuda_ipc_examples.bench.consumer import DRAIN_S
-from ros2_cuda_ipc_examples.bench.payloads import DEFAULT_PAYLOADS, Payload, parse_payload
+from ros2_cuda_ipc_examples.bench.payloads import Payload, default_payloads, parse_payload
 
 CONSUMER_START_TIMEOUT_S = 60.0
 
@@ -70,8 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "else host memory, saying why")
     parser.add_argument("--transports", nargs="+", choices=TRANSPORTS, default=list(TRANSPORTS),
                         help="transports to run; cuda is skipped (with one line) when frames live in host memory")
-    parser.add_argument("--payloads", nargs="+", type=parse_payload, default=list(DEFAULT_PAYLOADS),
-                        help="rgba8 images as WIDTHxHEIGHT")
+    parser.add_argument("--payloads", nargs="+", type=parse_payload, default=default_payloads(),
+                        help="rgba8 images as WIDTHxHEIGHT, and 'ouster' (a 128 x 1024 cloud of 48-byte points; "
+                             "needs ros2_cuda_ipc_pointcloud)")
     parser.add_argument("--rates", nargs="+", type=_bounded(float, 0.1, 10000), default=[30.0],
                         help="latency mode: frames per second, one pass per rate")
     parser.add_argument("--frames", type=_bounded(int, 1, 1_000_000), default=300,

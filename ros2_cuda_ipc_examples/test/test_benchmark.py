@@ -17,7 +17,8 @@ import pytest
 from ros2_cuda_ipc_core import BlockManager, CudaUnavailableError
 
 COMMAND = [sys.executable, "-m", "ros2_cuda_ipc_examples.benchmark"]
-SMOKE = ["--memory", "host", "--payloads", "64x48", "--frames", "6", "--warmup", "1", "--rates", "50"]
+SMOKE = ["--memory", "host", "--payloads", "64x48", "ouster", "--frames", "6", "--warmup", "1", "--rates", "20"]
+PAYLOAD_BYTES = {"64x48": 64 * 48 * 4, "ouster": 128 * 1024 * 48}
 
 
 def _has_gpu() -> bool:
@@ -36,10 +37,11 @@ def test_both_modes_on_host_memory_write_well_formed_outputs(tmp_path: Path) -> 
     run = json.loads((tmp_path / "run" / "results.json").read_text())
     assert run["command"][0] == "benchmark" and run["settings"]["memory_used"] == "host"
     assert run["machine"]["cpu_count"] >= 1 and run["machine"]["rmw"]
-    cases = {(row["mode"], row["transport"]) for row in run["results"]}
-    assert cases == {(mode, transport) for mode in ("latency", "throughput") for transport in ("host", "sensor_msgs", "floor")}
+    cases = [(row["mode"], row["payload"], row["transport"]) for row in run["results"]]
+    assert sorted(cases) == sorted((mode, payload, transport) for mode in ("latency", "throughput")
+                                   for payload in PAYLOAD_BYTES for transport in ("host", "sensor_msgs", "floor"))
     for row in run["results"]:
-        assert row["payload"] == "64x48" and row["payload_bytes"] == 64 * 48 * 4
+        assert row["payload_bytes"] == PAYLOAD_BYTES[row["payload"]]
         assert row["bad"] == 0 and row["verified"] > 0, row
         assert row["verified"] + row["dropped"] == row["frames"] == 6
         ready = row["stats_us"]["ready"]
@@ -50,12 +52,13 @@ def test_both_modes_on_host_memory_write_well_formed_outputs(tmp_path: Path) -> 
         if row["mode"] == "throughput":
             assert row["verified"] == 6 and row["fps"] > 0  # acknowledged flow control: nothing may be lost
         else:
-            assert row["rate_hz"] == 50
+            assert row["rate_hz"] == 20
 
     table = (tmp_path / "run" / "results.md").read_text()
-    for heading in ("### Latency at 50 Hz", "### Where the time goes at 50 Hz", "### Throughput"):
+    for heading in ("### Latency at 20 Hz", "### Where the time goes at 20 Hz", "### Throughput"):
         assert heading in table and heading in out.stdout
-    assert table.count("| 64x48 |") == 3 * 3  # latency, split and throughput rows
+    for payload in PAYLOAD_BYTES:
+        assert table.count(f"| {payload} |") == 3 * 3  # latency, split and throughput rows
     if importlib.util.find_spec("matplotlib") is None:
         assert "matplotlib is not installed: no plots" in out.stdout
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -57,6 +58,18 @@ class Plan:
         """(memory, payload) of every ros2_cuda_ipc publisher the producer keeps for the whole run."""
         pairs = {(case.transport, case.payload) for case in self.cases if case.transport in ("cuda", "host")}
         return sorted(pairs, key=lambda pair: (pair[0], pair[1].byte_size))
+
+    def publisher_counts(self) -> dict[str, int]:
+        """Publishers per data topic that the consumer must discover before the run starts."""
+        from .kinds import KINDS
+
+        def kinds(transport: str) -> set[str]:
+            return {case.payload.kind for case in self.cases if case.transport == transport}
+
+        topics = [KINDS[payload.kind].gpu_topic for _, payload in self.pools()]
+        topics += [KINDS[kind].gpu_topic for kind in kinds("floor")]
+        topics += [KINDS[kind].sensor_topic for kind in kinds("sensor_msgs")]
+        return dict(collections.Counter(topics))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -11,6 +11,7 @@ Steps, in microseconds, for each frame (stamped by the producer right before it 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -22,12 +23,11 @@ from ros2_cuda_ipc_core import Ros2CudaIpcError, StaleDescriptorError, run_tool
 
 from .arrays import HostArrays, gpu_arrays
 from .cases import Case, Plan
+from .kinds import KINDS
 from .protocol import (
     ACK_TOPIC,
     COMMAND_TOPIC,
-    GPU_TOPIC,
     REPORT_TOPIC,
-    SENSOR_TOPIC,
     control_qos,
     data_qos,
     expected_checksum,
@@ -66,18 +66,13 @@ class ReceivedFrames:
 
 class Consumer:
     def __init__(self, node: Any, plan: Plan) -> None:
-        from sensor_msgs.msg import Image
         from std_msgs.msg import String
-
-        from ros2_cuda_ipc_image import ImageReader
-        from ros2_cuda_ipc_msgs.msg import GpuImage
 
         self.node = node
         self.plan = plan
         self.cases = {case.index: case for case in plan.cases}
         self.host = HostArrays()
         self.gpu = gpu_arrays(plan.gpu_library) if plan.gpu_library else None
-        self.images = ImageReader()
         self.frames: dict[int, ReceivedFrames] = {}
         self.ending: dict[int, tuple[int, float]] = {}
         self.quit = False
@@ -85,16 +80,19 @@ class Consumer:
         self._string = String
         self.reports = node.create_publisher(String, REPORT_TOPIC, control_qos())
         self.acks = node.create_publisher(String, ACK_TOPIC, control_qos())
-        node.create_subscription(GpuImage, GPU_TOPIC, self.on_gpu_image, data_qos())
-        node.create_subscription(Image, SENSOR_TOPIC, self.on_sensor_image, data_qos())
+        self.expected_publishers = plan.publisher_counts()
+        for name in {case.payload.kind for case in plan.cases}:
+            kind = KINDS[name]
+            reader = kind.reader()
+            node.create_subscription(kind.gpu_message, kind.gpu_topic,
+                                     functools.partial(self.on_gpu_frame, kind, reader), data_qos())
+            node.create_subscription(kind.sensor_message, kind.sensor_topic, self.on_sensor_frame, data_qos())
         node.create_subscription(String, COMMAND_TOPIC, self.on_command, control_qos())
-        transports = [case.transport for case in plan.cases]
-        self.expected_publishers = {GPU_TOPIC: len(plan.pools()) + ("floor" in transports),
-                                    SENSOR_TOPIC: int("sensor_msgs" in transports)}
 
     # --- frames -------------------------------------------------------------------------------------
 
-    def on_gpu_image(self, msg: Any) -> None:
+    def on_gpu_frame(self, kind: Any, reader: Any, msg: Any) -> None:
+        """A ros2_cuda_ipc descriptor (or the floor's): read, view, wait, reduce, release."""
         arrived = now_ns()
         case, seq = self._start(msg.header)
         if case.transport == "floor":
@@ -104,9 +102,9 @@ class Consumer:
         assert arrays is not None
         try:
             times = [now_ns()]
-            with self.images.read(msg, arrays.stream) as view:
+            with reader.read(msg, arrays.stream) as view:
                 times.append(now_ns())
-                frame = arrays.from_view(view)
+                frame = arrays.from_view(kind.view_bytes(view))
                 times.append(now_ns())
                 arrays.synchronize()
                 times.append(now_ns())
@@ -123,7 +121,8 @@ class Consumer:
         self._record(case, seq, stamp_ns(msg.header), arrived, times,
                      checksum == expected_checksum(case.payload.byte_size, seq))
 
-    def on_sensor_image(self, msg: Any) -> None:
+    def on_sensor_frame(self, msg: Any) -> None:
+        """A sensor_msgs Image or PointCloud2: upload (GPU run) or wrap, reshape, reduce."""
         arrived = now_ns()
         case, seq = self._start(msg.header)
         arrays = self.gpu if self.plan.memory == "cuda" else self.host
@@ -131,7 +130,7 @@ class Consumer:
         times = [now_ns()]
         flat = arrays.upload(msg.data)
         times.append(now_ns())
-        frame = flat.reshape(msg.height, msg.width, 4)
+        frame = flat.reshape(msg.height, -1)
         times.append(now_ns())
         arrays.synchronize()
         times.append(now_ns())

@@ -27,20 +27,23 @@ class Payload:
     def byte_size(self) -> int:
         return self.width * self.height * self.element_bytes
 
-    @property
-    def label(self) -> str:
-        return f"{self.name} {'rgba8' if self.kind == 'image' else 'cloud'}"
-
 
 def pointcloud_available() -> bool:
     return importlib.util.find_spec("ros2_cuda_ipc_pointcloud") is not None
 
 
+def default_payloads() -> list[str]:
+    """The three image sizes, and the Ouster cloud when ros2_cuda_ipc_pointcloud is installed."""
+    return [*DEFAULT_PAYLOADS, *([OUSTER] if pointcloud_available() else [])]
+
+
 def parse_payload(text: str) -> Payload:
     """argparse ``type=``: ``640x480`` (an rgba8 image) or ``ouster`` (a 128 x 1024 x 48 B point cloud)."""
     if text == OUSTER:
-        raise argparse.ArgumentTypeError("the ouster point cloud needs ros2_cuda_ipc_pointcloud's PointCloudPublisher, "
-                                         "which this benchmark does not drive yet; use image sizes")
+        if not pointcloud_available():
+            raise argparse.ArgumentTypeError("the ouster point cloud needs the ros2_cuda_ipc_pointcloud package, "
+                                             "which is not installed")
+        return Payload(OUSTER, "cloud", 1024, 128, 48)
     match = _IMAGE.match(text)
     if match is None:
         raise argparse.ArgumentTypeError(f"{text!r}: expected WIDTHxHEIGHT (e.g. 1920x1080) or {OUSTER!r}")

@@ -16,13 +16,12 @@ from typing import Any
 
 from .arrays import HostArrays, gpu_arrays, to_message_data
 from .cases import Case, Plan
+from .kinds import KINDS
 from .payloads import Payload
 from .protocol import (
     ACK_TOPIC,
     COMMAND_TOPIC,
-    GPU_TOPIC,
     REPORT_TOPIC,
-    SENSOR_TOPIC,
     control_qos,
     data_qos,
     fill_value,
@@ -52,25 +51,20 @@ class Producer:
     """Publishers for every transport of the plan, created once so discovery happens once."""
 
     def __init__(self, node: Any, plan: Plan, check_consumer: Callable[[], None]) -> None:
-        from sensor_msgs.msg import Image
         from std_msgs.msg import String
-
-        from ros2_cuda_ipc_image import ImagePublisher
-        from ros2_cuda_ipc_msgs.msg import GpuImage
 
         self.node = node
         self.plan = plan
         self.check_consumer = check_consumer
         self.host = HostArrays()
         self.gpu = gpu_arrays(plan.gpu_library) if plan.gpu_library else None
-        self.images = {(memory, payload): ImagePublisher(node, GPU_TOPIC, width=payload.width, height=payload.height,
-                                                         encoding="rgba8", memory=memory,  # type: ignore[arg-type]
-                                                         block_count=plan.blocks, qos=data_qos())
-                       for memory, payload in plan.pools()}
-        transports = {case.transport for case in plan.cases}
-        self._gpu_image, self._image, self._string = GpuImage, Image, String
-        self.floor = node.create_publisher(GpuImage, GPU_TOPIC, data_qos()) if "floor" in transports else None
-        self.sensor = node.create_publisher(Image, SENSOR_TOPIC, data_qos()) if "sensor_msgs" in transports else None
+        self.typed = {(memory, payload): KINDS[payload.kind].publisher(node, payload, memory, plan.blocks, data_qos())
+                      for memory, payload in plan.pools()}
+        self.floor = {kind: node.create_publisher(KINDS[kind].gpu_message, KINDS[kind].gpu_topic, data_qos())
+                      for kind in {case.payload.kind for case in plan.cases if case.transport == "floor"}}
+        self.sensor = {kind: node.create_publisher(KINDS[kind].sensor_message, KINDS[kind].sensor_topic, data_qos())
+                       for kind in {case.payload.kind for case in plan.cases if case.transport == "sensor_msgs"}}
+        self._string = String
         self.commands = node.create_publisher(String, COMMAND_TOPIC, control_qos())
         self.acked: dict[int, int] = {}
         self.reports: dict[int, dict[str, Any]] = {}
@@ -181,45 +175,40 @@ class Producer:
 
     def _send_block(self, case: Case, seq: int) -> int | None:
         """ros2_cuda_ipc: fill a borrowed block in place, publish its descriptor."""
-        images = self.images[(case.transport, case.payload)]
+        publisher = self.typed[(case.transport, case.payload)]
         arrays = self.gpu if case.transport == "cuda" else self.host
         assert arrays is not None
-        frame = images.borrow(timeout=STALL_TIMEOUT_S)
+        frame = publisher.borrow(timeout=STALL_TIMEOUT_S)
         if frame is None:
             return None
         with frame:
-            arrays.fill(frame, fill_value(seq))
+            arrays.fill(KINDS[case.payload.kind].frame_bytes(frame), fill_value(seq))
             header, stamp = self._header(case, seq)
             frame.publish(arrays.stream, header)
         return stamp
 
     def _send_sensor(self, case: Case, seq: int) -> int:
-        """sensor_msgs/Image: the frame is downloaded (GPU run), copied into the message and serialized by DDS."""
+        """sensor_msgs: the frame is downloaded (GPU run), copied into the message and serialized by DDS."""
         arrays = self.gpu if self.plan.memory == "cuda" else self.host
-        assert arrays is not None and self.sensor is not None
+        assert arrays is not None
         payload = case.payload
         frame = self._sensor_frames.get(payload)
         if frame is None:
             frame = self._sensor_frames[payload] = arrays.empty(payload.byte_size)
         arrays.fill(frame, fill_value(seq))
-        msg = self._image(height=payload.height, width=payload.width, encoding="rgba8", step=payload.width * 4)
+        msg = KINDS[payload.kind].sensor_frame(payload)
         msg.header, stamp = self._header(case, seq)
         msg.data = to_message_data(arrays.download(frame))
-        self.sensor.publish(msg)
+        self.sensor[payload.kind].publish(msg)
         return stamp
 
     def _send_floor(self, case: Case, seq: int) -> int:
-        """The same GpuImage message with no frame behind it: what DDS alone costs."""
-        assert self.floor is not None
-        payload = case.payload
-        msg = self._gpu_image(encoding="rgba8", shape=[payload.height, payload.width, 4],
-                              strides=[payload.width * 4, 4, 1])
-        msg.core.socket_path = f"@ros2_cuda_ipc/{0:7d}/{'0' * 32}"  # the length of a real one
-        msg.core.byte_size = payload.byte_size
+        """The same descriptor message with no frame behind it: what DDS alone costs."""
+        msg = KINDS[case.payload.kind].floor_frame(case.payload)
         msg.header, stamp = self._header(case, seq)
-        self.floor.publish(msg)
+        self.floor[case.payload.kind].publish(msg)
         return stamp
 
     def close(self) -> None:
-        for images in self.images.values():
-            images.close()
+        for publisher in self.typed.values():
+            publisher.close()

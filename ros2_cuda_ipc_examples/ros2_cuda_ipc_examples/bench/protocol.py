@@ -10,8 +10,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-GPU_TOPIC = "ros2_cuda_ipc_benchmark/gpu_frames"
-SENSOR_TOPIC = "ros2_cuda_ipc_benchmark/sensor_frames"
 COMMAND_TOPIC = "ros2_cuda_ipc_benchmark/commands"
 REPORT_TOPIC = "ros2_cuda_ipc_benchmark/reports"
 ACK_TOPIC = "ros2_cuda_ipc_benchmark/acks"
