@@ -22,5 +22,8 @@ setup(
         "gpu_to_pointcloud2 = ros2_cuda_ipc_pointcloud.nodes:gpu_to_pointcloud2_main",
         "pointcloud2_to_gpu = ros2_cuda_ipc_pointcloud.nodes:pointcloud2_to_gpu_main",
         "voxel_downsample_example = ros2_cuda_ipc_pointcloud.voxel_example:main",
+    ], "ros2_cuda_ipc.components": [  # loadable by the examples' component container
+        "ros2_cuda_ipc_pointcloud::GpuToPointCloud2 = ros2_cuda_ipc_pointcloud.nodes:GpuToPointCloud2",
+        "ros2_cuda_ipc_pointcloud::PointCloud2ToGpu = ros2_cuda_ipc_pointcloud.nodes:PointCloud2ToGpu",
     ]},
 )

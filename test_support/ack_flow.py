@@ -64,6 +64,18 @@ class Acker:
         self._name = name
         self._reader = reader
 
+    def spin_until_received(self, node: Any, received: Any, count: int, timeout: float = 200.0) -> None:
+        """Spin ``node`` until ``received()`` reaches ``count``, announcing this subscriber (ack -1) until the first
+        message arrives; then give the last acknowledgement a moment to leave."""
+        import rclpy
+
+        deadline = time.monotonic() + timeout
+        while received() < count and time.monotonic() < deadline:
+            if received() == 0:
+                self.ack(-1)
+            rclpy.spin_once(node, timeout_sec=0.05)
+        time.sleep(0.2)
+
     def ack(self, seq: int, release_timeout: float = 2.0) -> None:
         deadline = time.monotonic() + release_timeout
         while self._reader.stats()["leases_held"] and time.monotonic() < deadline:

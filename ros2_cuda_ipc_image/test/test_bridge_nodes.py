@@ -1,12 +1,12 @@
 """The bridge nodes, in one process with real rclpy publishers and subscriptions."""
 
-import time
 
 import numpy as np
 import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import Image
+from spinning import spin_until
 
 from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
 from ros2_cuda_ipc_image import ImagePublisher
@@ -15,13 +15,6 @@ from ros2_cuda_ipc_msgs.msg import GpuImage
 
 MEMORIES = ["host", pytest.param("cuda", marks=pytest.mark.skipif(unavailable_reason(0) is not None,
                                                                   reason=f"needs a CUDA GPU: {unavailable_reason(0)}"))]
-
-
-def spin_until(executor, done, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not done() and time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.02)
-    return done()
 
 
 def write_frame(frame, pattern, memory):

@@ -2,7 +2,6 @@
 
 import json
 import sys
-import time
 
 import numpy as np
 import rclpy
@@ -85,12 +84,7 @@ def subscriber(count: int) -> None:
         seen[0] += 1
 
     node.create_subscription(GpuPointCloud2, "cloud_test_points", on_cloud, 100)
-    deadline = time.monotonic() + 200
-    while seen[0] < count and time.monotonic() < deadline:
-        if seen[0] == 0:
-            acker.ack(-1)
-        rclpy.spin_once(node, timeout_sec=0.05)
-    time.sleep(0.2)
+    acker.spin_until_received(node, lambda: seen[0], count)
     result["stats"] = clouds.stats()
     print(json.dumps(result), flush=True)
     node.destroy_node()

@@ -11,6 +11,7 @@ import rclpy
 from cloud_samples import SAMPLES, sample_bytes
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import PointCloud2
+from spinning import spin_until
 
 from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
@@ -19,13 +20,6 @@ from ros2_cuda_ipc_pointcloud.nodes import GpuToPointCloud2, PointCloud2ToGpu
 
 MEMORIES = ["host", pytest.param("cuda", marks=pytest.mark.skipif(unavailable_reason(0) is not None,
                                                                   reason=f"needs a CUDA GPU: {unavailable_reason(0)}"))]
-
-
-def spin_until(executor, done, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not done() and time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.02)
-    return done()
 
 
 def as_msg(layout: CloudLayout, data: np.ndarray) -> PointCloud2:
