@@ -28,6 +28,7 @@ from .typed import (
     ArrayProtocols,
     ArrayView,
     BlockLayout,
+    DownloadBridge,
     StridedLayout,
     StridedSource,
     TypedFrame,
@@ -35,6 +36,7 @@ from .typed import (
     TypedPublisher,
     TypedReader,
     TypedView,
+    UploadBridge,
     strided_source,
 )
 
@@ -47,6 +49,7 @@ __all__ = [
     "CudaDriverError",
     "CudaUnavailableError",
     "DeviceMismatchError",
+    "DownloadBridge",
     "InvalidDescriptorError",
     "MemoryKind",
     "PoolUnavailableError",
@@ -63,6 +66,7 @@ __all__ = [
     "TypedPublisher",
     "TypedReader",
     "TypedView",
+    "UploadBridge",
     "copy_rows",
     "copy_strided",
     "run_nodes",

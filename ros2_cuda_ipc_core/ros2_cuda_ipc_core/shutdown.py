@@ -66,16 +66,23 @@ def run_nodes(make_nodes: Callable[[], Sequence[Node]], *, args: list[str] | Non
 
     rclpy.init(args=args)
     nodes: list[Node] = []
-    spinner = executor if isinstance(executor, Executor) else (executor or SingleThreadedExecutor)()
+    spinner: Executor | None = None
     try:
+        spinner = executor if isinstance(executor, Executor) else (executor or SingleThreadedExecutor)()
         nodes = list(make_nodes())
         for node in nodes:
             spinner.add_node(node)
         spinner.spin()
     except _stop_exceptions():
         pass
+    except Exception:
+        if rclpy.ok():
+            raise
+        # A signal shut the context down while the nodes were being made (their next rcl call then fails):
+        # that is the stop the user asked for, not an error.
     finally:
-        spinner.shutdown(timeout_sec=1.0)
+        if spinner is not None:
+            spinner.shutdown(timeout_sec=1.0)
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown()

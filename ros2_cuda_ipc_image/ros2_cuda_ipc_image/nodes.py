@@ -6,86 +6,43 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from rclpy.node import Node
 from sensor_msgs.msg import Image
 
-from ros2_cuda_ipc_core import Ros2CudaIpcError, run_nodes
+from ros2_cuda_ipc_core import DownloadBridge, UploadBridge, run_nodes
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
 from .bridge import publish_image_msg, to_image_msg
 from .publisher import ImagePublisher
 from .reader import ImageReader
+from .view import ImageView
 
 
-class GpuToImage(Node):
+class GpuToImage(DownloadBridge[ImageView]):
     """GpuImage -> sensor_msgs/Image.  Downloads only while someone subscribes, at most ``max_rate`` Hz (0: every frame)."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("gpu_to_image", **kwargs)
-        self.max_rate = float(self.declare_parameter("max_rate", 0.0).value)
-        self.reader = ImageReader()
-        self.converted = self.skipped = self.dropped = 0
-        self._last = 0.0
-        self._out = self.create_publisher(Image, "image", 10)
-        self.create_subscription(GpuImage, "gpu_image", self._on_image, 10)
-        self.create_timer(float(self.declare_parameter("stats_period", 10.0).value), self._log_stats)
-
-    def _log_stats(self) -> None:
-        self.get_logger().info(f"converted {self.converted}, skipped {self.skipped}, dropped {self.dropped}; "
-                               f"reader {self.reader.stats()}")
-
-    def _on_image(self, msg: GpuImage) -> None:
-        now = time.monotonic()
-        if self._out.get_subscription_count() == 0 or (self.max_rate > 0 and now - self._last < 1.0 / self.max_rate):
-            self.skipped += 1
-            return
-        try:
-            with self.reader.read(msg) as view:
-                image = to_image_msg(view)
-        except Ros2CudaIpcError as exc:
-            self.dropped += 1
-            self.get_logger().warning(f"frame dropped: {exc}", throttle_duration_sec=5.0)
-            return
-        self._last = now
-        self._out.publish(image)
-        self.converted += 1
+        super().__init__("gpu_to_image", ImageReader(), to_image_msg, GpuImage, "gpu_image", Image, "image", "frame",
+                         **kwargs)
 
 
-class ImageToGpu(Node):
+class ImageToGpu(UploadBridge[ImagePublisher]):
     """sensor_msgs/Image -> GpuImage, one upload per frame into a pool sized by the first image (and resized on change)."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("image_to_gpu", **kwargs)
-        self.memory = str(self.declare_parameter("memory", "auto").value)
-        self.block_count = int(self.declare_parameter("block_count", 4).value)
-        self.publisher: ImagePublisher | None = None
-        self._geometry: tuple[int, int, str, int] | None = None
-        self.dropped = 0
-        self.create_subscription(Image, "image", self._on_image, 10)
-        self.create_timer(float(self.declare_parameter("stats_period", 10.0).value), self._log_stats)
+        super().__init__("image_to_gpu", Image, "image", "image", **kwargs)
 
-    def _log_stats(self) -> None:
-        if self.publisher is not None:
-            self.get_logger().info(f"dropped {self.dropped}; pool {self.publisher.pool.stats()}")
+    def fits(self, publisher: ImagePublisher, msg: Image) -> bool:
+        layout = publisher.layout
+        return (layout.shape[:2], layout.encoding, layout.strides[0]) == ((msg.height, msg.width), msg.encoding, msg.step)
 
-    def _on_image(self, msg: Image) -> None:
-        geometry = (msg.height, msg.width, msg.encoding, msg.step)
-        if self.publisher is None or self._geometry != geometry:
-            if self.publisher is not None:
-                self.publisher.close()
-            self.publisher = ImagePublisher(self, "gpu_image", width=msg.width, height=msg.height, encoding=msg.encoding,
-                                            row_stride=msg.step, block_count=self.block_count, memory=self.memory)  # type: ignore[arg-type]
-            self._geometry = geometry
-            self.get_logger().info(f"publishing {msg.width}x{msg.height} {msg.encoding} as {self.publisher.pool.memory} frames")
-        try:
-            if publish_image_msg(self.publisher, msg) is None:
-                self.dropped += 1
-        except Ros2CudaIpcError as exc:
-            self.dropped += 1
-            self.get_logger().warning(f"image dropped: {exc}", throttle_duration_sec=5.0)
+    def make_publisher(self, msg: Image) -> ImagePublisher:
+        return ImagePublisher(self, "gpu_image", width=msg.width, height=msg.height, encoding=msg.encoding,
+                              row_stride=msg.step, block_count=self.block_count, memory=self.memory)
+
+    def upload(self, publisher: ImagePublisher, msg: Image) -> GpuImage | None:
+        return publish_image_msg(publisher, msg)
 
 
 def gpu_to_image_main() -> None:

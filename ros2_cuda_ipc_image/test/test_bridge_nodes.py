@@ -39,7 +39,7 @@ def test_gpu_to_image_downloads_what_the_publisher_wrote(node, memory):
     pattern = np.random.default_rng(7).integers(0, 256, size=(30, 40, 4), dtype=np.uint8)
     try:
         assert spin_until(executor, lambda: pub._publisher.get_subscription_count() > 0)
-        assert spin_until(executor, lambda: bridge._out.get_subscription_count() > 0)
+        assert spin_until(executor, lambda: bridge.listeners > 0)
         frame = pub.borrow()
         write_frame(frame, pattern, memory)
         frame.publish()

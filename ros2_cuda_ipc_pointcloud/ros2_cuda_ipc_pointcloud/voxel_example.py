@@ -35,24 +35,28 @@ def _torch() -> Any:
 
 
 def scene(points: int, seed: int = 0) -> np.ndarray:
-    """(points, 4) float32 x, y, z, intensity: a ground plane, a few boxes and scattered returns, 100 m across."""
+    """(points, 4) float32 x, y, z, intensity: a ground plane, a few boxes and scattered returns, 50 m across."""
     rng = np.random.default_rng(seed)
-    ground = points // 2
-    boxes = points // 3
+    ground = points * 6 // 10
+    boxes = points * 35 // 100
     cloud = np.empty((points, 4), np.float32)
-    cloud[:ground, :2] = rng.uniform(-50, 50, (ground, 2))
+    cloud[:ground, :2] = rng.uniform(-25, 25, (ground, 2))
     cloud[:ground, 2] = rng.normal(0.0, 0.02, ground)
-    centres = rng.uniform(-40, 40, (20, 3)) * np.array([1, 1, 0]) + np.array([0, 0, 1.0])
+    centres = rng.uniform(-20, 20, (20, 3)) * np.array([1, 1, 0]) + np.array([0, 0, 1.0])
     which = rng.integers(0, 20, boxes)
     cloud[ground:ground + boxes, :3] = centres[which] + rng.uniform(-1.0, 1.0, (boxes, 3))
-    cloud[ground + boxes:, :3] = rng.uniform(-50, 50, (points - ground - boxes, 3)) * np.array([1, 1, 0.1])
+    cloud[ground + boxes:, :3] = rng.uniform(-25, 25, (points - ground - boxes, 3)) * np.array([1, 1, 0.2])
     cloud[:, 3] = rng.uniform(0, 255, points)
     return cloud
 
 
 def voxel_downsample(torch: Any, xyz: Any, voxel: float) -> tuple[Any, Any]:
-    """Centroid and point count of every occupied ``voxel``-sized cell of an (N, 3) tensor (any device)."""
-    cells = torch.floor(xyz / voxel).to(torch.int64)
+    """Centroid and point count of every occupied ``voxel``-sized cell of an (N, 3) tensor (any device).
+
+    Voxels come sorted by their (x, y, z) cell.  Cells are ``floor(xyz * (1 / voxel))`` in float32, a
+    product both torch and numpy round the same way (torch divides by a scalar as such a product anyway).
+    """
+    cells = torch.floor(xyz * (1.0 / voxel)).to(torch.int64)
     cells -= cells.min(dim=0).values
     extent = cells.max(dim=0).values + 1
     keys = (cells[:, 0] * extent[1] + cells[:, 1]) * extent[2] + cells[:, 2]
@@ -63,7 +67,7 @@ def voxel_downsample(torch: Any, xyz: Any, voxel: float) -> tuple[Any, Any]:
 
 def numpy_voxel_downsample(xyz: np.ndarray, voxel: float) -> tuple[np.ndarray, np.ndarray]:
     """The same on the host with numpy, as the check."""
-    cells = np.floor(xyz / np.float32(voxel)).astype(np.int64)
+    cells = np.floor(xyz * np.float32(1.0 / voxel)).astype(np.int64)
     _, inverse, counts = np.unique(cells, axis=0, return_inverse=True, return_counts=True)
     sums = np.zeros((len(counts), 3))
     np.add.at(sums, inverse.reshape(-1), xyz.astype(np.float64))

@@ -100,14 +100,17 @@ def test_gpu_to_pointcloud2_downloads_nothing_without_subscribers(node):
             bridge.destroy_node()
 
 
-@pytest.mark.parametrize("main", ["gpu_to_pointcloud2_main", "pointcloud2_to_gpu_main"])
+@pytest.mark.parametrize(("main", "name"), [("gpu_to_pointcloud2_main", "gpu_to_pointcloud2"),
+                                            ("pointcloud2_to_gpu_main", "pointcloud2_to_gpu")])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_executables_end_on_a_signal_with_exit_0_and_no_traceback(main, signum):
-    code = f"from ros2_cuda_ipc_pointcloud.nodes import {main}; print('up', flush=True); {main}()"
+def test_executables_end_on_a_signal_with_exit_0_and_no_traceback(node, main, name, signum):
+    code = f"from ros2_cuda_ipc_pointcloud.nodes import {main}; {main}()"
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert proc.stdout.readline().strip() == "up"
-        time.sleep(1.0)  # let rclpy start spinning
+        deadline = time.monotonic() + 60
+        while name not in node.get_node_names() and proc.poll() is None and time.monotonic() < deadline:
+            rclpy.spin_once(node, timeout_sec=0.1)
+        assert name in node.get_node_names(), f"{name} never appeared in the ROS graph"
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=20)
     finally:

@@ -1,11 +1,13 @@
 """The typed layer shared by the image and point-cloud packages (DESIGN §8): layouts over one block,
-a publisher / frame / reader / view with their lease rules, and the array protocols of arrays in a block.
+a publisher / frame / reader / view with their lease rules, the array protocols of arrays in a block,
+and the two bridge nodes to and from ``sensor_msgs``.
 
 A typed package adds meaning only (encodings, point fields).  Import these names from
 ``ros2_cuda_ipc_core``, which re-exports them.
 """
 
 from .arrays import ArrayProtocols, ArrayView
+from .bridge_nodes import DownloadBridge, UploadBridge
 from .frame import TypedFrame
 from .layout import BlockLayout, StridedLayout, TypedMessage
 from .publisher import TypedPublisher
@@ -17,6 +19,7 @@ __all__ = [
     "ArrayProtocols",
     "ArrayView",
     "BlockLayout",
+    "DownloadBridge",
     "StridedLayout",
     "StridedSource",
     "TypedFrame",
@@ -24,5 +27,6 @@ __all__ = [
     "TypedPublisher",
     "TypedReader",
     "TypedView",
+    "UploadBridge",
     "strided_source",
 ]
