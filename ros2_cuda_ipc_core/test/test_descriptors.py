@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from setters import unchecked
 
 from ros2_cuda_ipc_core import BlockManager, CudaUnavailableError, InvalidDescriptorError, Reader, Ros2CudaIpcError
 from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
@@ -26,20 +27,8 @@ def live():
         yield pool, block.prepare_publish()
 
 
-def any_value_core() -> BufferCore:
-    """A BufferCore whose setters take any value, as they do on Jazzy and newer unless ROS_PYTHON_CHECK_FIELDS=1.
-
-    A wrong-length fixed array cannot come off the wire (CDR carries none), so this is how a malformed
-    descriptor reaches a reader: built in-process with the default setters.  Humble has no switch.
-    """
-    try:
-        return BufferCore(check_fields=False)
-    except AssertionError:  # Humble: 'Invalid arguments passed to constructor: check_fields'
-        return BufferCore()
-
-
 def copy_core(core: BufferCore, **changes) -> BufferCore:
-    out = any_value_core()
+    out = unchecked(BufferCore)  # a wrong-length fixed array cannot come off the wire: built in-process
     for name in ("socket_path", "block_id", "uid", "publisher_pid", "memory", "device_id", "byte_size"):
         setattr(out, name, changes.get(name, getattr(core, name)))
     out.pool_id = np.asarray(changes.get("pool_id", core.pool_id), dtype=np.uint8)

@@ -1,11 +1,11 @@
 """sensor_msgs/Image -> publish_image_msg -> read -> to_image_msg is bit-identical, for every encoding."""
 
 import array
-import sys
 
 import numpy as np
 import pytest
 from sensor_msgs.msg import Image
+from setters import checking, values_given_to_setter
 
 from ros2_cuda_ipc_image import ENCODINGS, ImagePublisher, ImageReader, publish_image_msg, to_image_msg
 
@@ -68,31 +68,6 @@ def test_publish_array_copies_once_and_checks_shape(node):
             pub.publish_array(np.zeros((4, 5, 3), np.uint8))
 
 
-
-def checking_image() -> Image:
-    """An Image whose setters check every assigned value: Humble's always do, Jazzy's and newer when asked."""
-    try:
-        return Image(check_fields=True)
-    except AssertionError:  # Humble: no such switch ('Invalid arguments passed to constructor')
-        return Image()
-
-
-def values_given_to_setter(field: str, call):
-    """Run ``call()``; return its result and the values it passed to any generated ``field`` setter."""
-    given = []
-
-    def profile(frame, event, arg):
-        if event == "call" and frame.f_code.co_name == field and "value" in frame.f_locals:
-            given.append(frame.f_locals["value"])
-
-    sys.setprofile(profile)
-    try:
-        result = call()
-    finally:
-        sys.setprofile(None)
-    return result, given
-
-
 def test_to_image_msg_gives_data_in_the_type_checking_setters_keep_as_is(node):
     """Humble's setters, and Jazzy's with ROS_PYTHON_CHECK_FIELDS=1, check any other value byte by byte."""
     with ImagePublisher(node, "bridge_fast", width=64, height=48, encoding="rgb8", memory="host") as pub:
@@ -102,6 +77,6 @@ def test_to_image_msg_gives_data_in_the_type_checking_setters_keep_as_is(node):
             msg, given = values_given_to_setter("data", lambda: to_image_msg(view))
     assert given and all(isinstance(v, array.array) and v.typecode == "B" for v in given), given  # Image() too
     assert len(msg.data) == 48 * 64 * 3 and set(msg.data) == {9}
-    checked = checking_image()
+    checked = checking(Image)
     checked.data = given[-1]
     assert checked.data is given[-1]  # the setter's fast path: no look at each byte, no copy

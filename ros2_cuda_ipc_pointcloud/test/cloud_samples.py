@@ -6,9 +6,11 @@ message carries; ``sample_bytes`` fills a cloud's ``PointCloud2.data`` determini
 
 from __future__ import annotations
 
+import array
 from dataclasses import dataclass
 
 import numpy as np
+from sensor_msgs.msg import PointCloud2
 
 from ros2_cuda_ipc_pointcloud import CloudLayout
 
@@ -67,3 +69,17 @@ def field_values(layout: CloudLayout, data: np.ndarray, name: str) -> np.ndarray
     """Field ``name`` of a cloud held in host ``data``, as a fresh array in this machine's byte order."""
     view = layout.geometry(name).host_array(data)
     return view.astype(view.dtype.newbyteorder("="))
+
+
+def cloud_msg(layout: CloudLayout, data: np.ndarray, header=None) -> PointCloud2:
+    """A ``sensor_msgs/PointCloud2`` of ``layout`` carrying ``data``.
+
+    The bytes go in as ``array.array('B')``, the type every distro's setter keeps without checking each byte
+    (Humble's, and Jazzy's under ROS_PYTHON_CHECK_FIELDS=1, check anything else byte by byte).
+    """
+    msg = PointCloud2()
+    if header is not None:
+        msg.header = header
+    layout.fill_message(msg)
+    msg.data = array.array("B", data.tobytes())
+    return msg

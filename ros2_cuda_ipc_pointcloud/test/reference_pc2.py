@@ -6,6 +6,7 @@ module gives the tests one face of them that always speaks real ``sensor_msgs/Po
 
 from __future__ import annotations
 
+import array
 import inspect
 from typing import Any
 
@@ -62,7 +63,7 @@ def create_cloud(fields: list[PointField], points: np.ndarray, header: Any = Non
     msg.height, msg.width, msg.point_step, msg.row_step = made.height, made.width, made.point_step, made.row_step
     msg.fields = [PointField(name=f.name, offset=f.offset, datatype=f.datatype, count=f.count) for f in made.fields]
     msg.is_bigendian, msg.is_dense = bool(made.is_bigendian), bool(made.is_dense)
-    msg.data = bytes(made.data)
+    msg.data = array.array("B", bytes(made.data))
     return msg
 
 
@@ -70,7 +71,7 @@ def reads_padded_rows() -> bool:
     """Whether ``read_points`` honours ``row_step`` (Humble's ``sensor_msgs_py`` reads rows as if packed)."""
     msg = PointCloud2(height=2, width=2, point_step=4, row_step=12, is_dense=True)
     msg.fields = [PointField(name="v", offset=0, datatype=PointField.UINT32, count=1)]
-    msg.data = np.array([1, 2, 99, 3, 4, 99], np.uint32).tobytes()
+    msg.data = array.array("B", np.array([1, 2, 99, 3, 4, 99], np.uint32).tobytes())
     try:
         return [int(v) for v in pc2.read_points(msg)["v"]] == [1, 2, 3, 4]
     except ValueError:

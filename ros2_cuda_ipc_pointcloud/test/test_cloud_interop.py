@@ -3,18 +3,11 @@
 import numpy as np
 import pytest
 import reference_pc2 as reference
-from cloud_samples import SAMPLES, field_values, sample_bytes
-from sensor_msgs.msg import PointCloud2, PointField
+from cloud_samples import SAMPLES, cloud_msg, field_values, sample_bytes
+from sensor_msgs.msg import PointField
 
 from ros2_cuda_ipc_core import InvalidDescriptorError
 from ros2_cuda_ipc_pointcloud import NAMED_LAYOUTS, CloudLayout, repack
-
-
-def as_msg(layout: CloudLayout, data: np.ndarray) -> PointCloud2:
-    msg = PointCloud2()
-    layout.fill_message(msg)
-    msg.data = data.tobytes()
-    return msg
 
 
 def test_reference_in_use():
@@ -31,7 +24,7 @@ def test_our_dtype_is_the_reference_dtype(name):
 def test_reference_reads_every_field_as_our_geometry_does(name):
     layout = SAMPLES[name].layout
     data = sample_bytes(layout, seed=11)
-    msg = as_msg(layout, data)
+    msg = cloud_msg(layout, data)
     if layout.row_step != layout.width * layout.point_step and not reference.reads_padded_rows():
         pytest.skip(f"{reference.NAME} here ignores row_step (Humble's sensor_msgs_py)")
     points = reference.read_points(msg)

@@ -1,11 +1,14 @@
 """Test 2: PointCloud2 -> publish_pointcloud2_msg -> read -> to_pointcloud2_msg is byte-identical, for every layout,
 and the reference library reads our output as what was written."""
 
+import array
+
 import numpy as np
 import pytest
 import reference_pc2 as reference
-from cloud_samples import SAMPLES, field_values, sample_bytes
+from cloud_samples import SAMPLES, cloud_msg, field_values, sample_bytes
 from sensor_msgs.msg import PointCloud2
+from setters import checking, values_given_to_setter
 from std_msgs.msg import Header
 
 from ros2_cuda_ipc_core import InvalidDescriptorError
@@ -19,12 +22,9 @@ from ros2_cuda_ipc_pointcloud import (
 
 
 def as_msg(layout: CloudLayout, data: np.ndarray) -> PointCloud2:
-    msg = PointCloud2()
-    msg.header = Header(frame_id="lidar")
-    msg.header.stamp.sec = 1234
-    layout.fill_message(msg)
-    msg.data = data.tobytes()
-    return msg
+    header = Header(frame_id="lidar")
+    header.stamp.sec = 1234
+    return cloud_msg(layout, data, header)
 
 
 def round_trip(node, topic, publisher_args, msg):
@@ -104,3 +104,18 @@ def test_bridge_refusals_name_the_problem(node):
         with pytest.raises(InvalidDescriptorError, match="buffer holds 79999"):
             publish_pointcloud2_msg(pub, short)
         assert pub.pool.stats()["published"] == 0
+
+
+def test_to_pointcloud2_msg_gives_data_in_the_type_checking_setters_keep_as_is(node):
+    """Humble's setters, and Jazzy's with ROS_PYTHON_CHECK_FIELDS=1, check any other value byte by byte."""
+    layout = SAMPLES["ouster"].layout
+    data = sample_bytes(layout, seed=40)
+    with PointCloudPublisher(node, "pc_bridge_fast", fields="ouster", width=1024, height=128, memory="host") as pub:
+        sent = publish_pointcloud2_msg(pub, as_msg(layout, data))
+        with PointCloudReader().read(sent) as view:
+            msg, given = values_given_to_setter("data", lambda: to_pointcloud2_msg(view))
+    assert given and all(isinstance(v, array.array) and v.typecode == "B" for v in given), given
+    assert bytes(msg.data) == data.tobytes()
+    checked = checking(PointCloud2)
+    checked.data = given[-1]
+    assert checked.data is given[-1]  # the setter's fast path: no look at each byte, no copy

@@ -6,8 +6,7 @@ import sys
 
 import numpy as np
 import pytest
-from cloud_samples import SAMPLES, field_values, sample_bytes
-from sensor_msgs.msg import PointCloud2
+from cloud_samples import SAMPLES, cloud_msg, field_values, sample_bytes
 
 from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
 from ros2_cuda_ipc_pointcloud import PointCloudPublisher, PointCloudReader, publish_pointcloud2_msg, to_pointcloud2_msg
@@ -84,9 +83,7 @@ def test_bridge_round_trip_through_gpu_memory_is_byte_identical(node, name):
     sample = SAMPLES[name]
     layout = sample.layout
     data = sample_bytes(layout, seed=3)
-    msg = PointCloud2()
-    layout.fill_message(msg)
-    msg.data = data.tobytes()
+    msg = cloud_msg(layout, data)
     with PointCloudPublisher(node, f"pc_cuda_bridge_{name}", fields=sample.fields, width=sample.width,
                              height=sample.height, row_step=sample.row_step, memory="cuda") as pub:
         sent = publish_pointcloud2_msg(pub, msg)

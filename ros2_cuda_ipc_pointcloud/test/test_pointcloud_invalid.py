@@ -4,6 +4,7 @@ import copy
 
 import pytest
 from sensor_msgs.msg import PointField
+from setters import unchecked
 
 from ros2_cuda_ipc_core import InvalidDescriptorError
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
@@ -22,15 +23,13 @@ def field(name, offset, datatype=PointField.FLOAT32, count=1):
 
 
 def altered(msg: GpuPointCloud2, fields=None, **changes) -> GpuPointCloud2:
-    out = copy.copy(msg)
+    """A copy of ``msg`` with ``changes``, built with setters that take any value (see core's test_descriptors)."""
+    out = unchecked(GpuPointCloud2)
+    out.header, out.fields = msg.header, list(msg.fields) if fields is None else fields
     out.core = copy.copy(msg.core)
-    if fields is not None:
-        out.fields = fields
-    for key, value in changes.items():
-        if key == "byte_size":
-            out.core.byte_size = value
-        else:
-            setattr(out, key, value)
+    for name in ("height", "width", "point_step", "row_step", "is_bigendian", "is_dense"):
+        setattr(out, name, changes.get(name, getattr(msg, name)))
+    out.core.byte_size = changes.get("byte_size", msg.core.byte_size)
     return out
 
 
@@ -59,8 +58,12 @@ def test_each_invalid_metadata_raises_and_takes_no_lease(published, change, need
     reader = PointCloudReader()
     if warm:  # the reader's layout cache holds the valid layout: the altered one is still checked in full
         reader.read(msg).close()
+    try:
+        bad = altered(msg, **change)
+    except AssertionError:
+        pytest.skip("this distro's message setters refuse the value themselves (Humble)")
     with pytest.raises(InvalidDescriptorError, match=needle):
-        reader.read(altered(msg, **change))
+        reader.read(bad)
     assert reader.stats()["leases_held"] == 0 and reader.stats()["reads"] == int(warm)
     assert reader.stats()["invalid_descriptors"] == 1
     assert pub.pool.stats()["blocks_held_by_readers"] == 0

@@ -5,10 +5,9 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
 import rclpy
-from cloud_samples import SAMPLES, sample_bytes
+from cloud_samples import SAMPLES, cloud_msg, sample_bytes
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import PointCloud2
 from spinning import spin_until
@@ -20,13 +19,6 @@ from ros2_cuda_ipc_pointcloud.nodes import GpuToPointCloud2, PointCloud2ToGpu
 
 MEMORIES = ["host", pytest.param("cuda", marks=pytest.mark.skipif(unavailable_reason(0) is not None,
                                                                   reason=f"needs a CUDA GPU: {unavailable_reason(0)}"))]
-
-
-def as_msg(layout: CloudLayout, data: np.ndarray) -> PointCloud2:
-    msg = PointCloud2()
-    layout.fill_message(msg)
-    msg.data = data.tobytes()
-    return msg
 
 
 @pytest.mark.parametrize("memory", MEMORIES)
@@ -44,7 +36,7 @@ def test_both_bridges_in_a_row_give_back_the_same_bytes(node, memory):
         clouds = [SAMPLES["velodyne_below_capacity"].layout, SAMPLES["livox_below_capacity"].layout,
                   SAMPLES["row_padding"].layout]
         for index, layout in enumerate(clouds):
-            msg = as_msg(layout, sample_bytes(layout, seed=index))
+            msg = cloud_msg(layout, sample_bytes(layout, seed=index))
             lidar.publish(msg)
             assert spin_until(executor, lambda index=index: len(got) > index), f"cloud {index} did not come back"
             assert bytes(got[index].data) == bytes(msg.data) and got[index].row_step == msg.row_step
@@ -72,7 +64,7 @@ def test_pool_is_kept_for_smaller_clouds_and_remade_for_a_new_layout(node):
         for width, fields in ((1000, "velodyne"), (10, "velodyne"), (2000, "velodyne"), (5, "livox")):
             layout = CloudLayout.create(fields, width)
             before = len(got)
-            lidar.publish(as_msg(layout, sample_bytes(layout)))
+            lidar.publish(cloud_msg(layout, sample_bytes(layout)))
             assert spin_until(executor, lambda before=before: len(got) > before)
             pools.append(bytes(got[-1].core.pool_id))
             assert got[-1].width == width and got[-1].point_step == layout.point_step
@@ -105,7 +97,9 @@ def test_gpu_to_pointcloud2_downloads_nothing_without_subscribers(node):
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_executables_end_on_a_signal_with_exit_0_and_no_traceback(node, main, name, signum):
     code = f"from ros2_cuda_ipc_pointcloud.nodes import {main}; {main}()"
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    name = f"{name}_{int(signum)}"  # a name of its own: the graph may still list the previous case's node for a while
+    proc = subprocess.Popen([sys.executable, "-c", code, "--ros-args", "-r", f"__node:={name}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while name not in node.get_node_names() and proc.poll() is None and time.monotonic() < deadline:
