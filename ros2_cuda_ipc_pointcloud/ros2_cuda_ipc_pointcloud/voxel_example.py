@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ros2_cuda_ipc_core import run_tool
+from ros2_cuda_ipc_core import Ros2CudaIpcError, run_tool
 
 TOPIC, OUT_TOPIC = "voxel_example/points", "voxel_example/downsampled"
 
@@ -91,11 +91,18 @@ def downsampler(args: argparse.Namespace) -> None:
     cuda = out.pool.memory == "cuda"
     stream = torch.cuda.Stream() if cuda else None
     last = [time.monotonic()]
-    result: dict[str, Any] = {"clouds": 0, "points": 0, "voxels": [], "ms": [], "checked": None, "zero_copy": None}
+    result: dict[str, Any] = {"clouds": 0, "points": 0, "voxels": [], "ms": [], "checked": None, "zero_copy": None,
+                              "dropped": 0}
+    first: list[np.ndarray] = []  # the first cloud's points and voxels, checked against numpy at the end
 
     def on_cloud(msg: GpuPointCloud2) -> None:
         started = time.perf_counter()
-        with reader.read(msg, stream) as view:
+        try:
+            view = reader.read(msg, stream)
+        except Ros2CudaIpcError:  # the publisher reused the block first (we were slow): drop it
+            result["dropped"] += 1
+            return
+        with view:
             xyz = torch.from_dlpack(view.xyz)
             result["zero_copy"] = xyz.data_ptr() == view.handle.device_ptr + view.layout.field("x").offset
             with torch.cuda.stream(stream) if cuda else contextlib.nullcontext():
@@ -103,15 +110,13 @@ def downsampler(args: argparse.Namespace) -> None:
                 out.publish_array(centroids, stream=stream)
                 if stream is not None:
                     stream.synchronize()
-            if result["checked"] is None:  # both sort voxels by (x, y, z) cell: compare them one to one
+            if not first:
                 host = np.empty((view.point_count, 3), np.float32)
                 for axis, name in enumerate("xyz"):
                     column = np.empty(view.point_count, np.float32)
                     view.copy_field(name, column)
                     host[:, axis] = column
-                want, want_counts = numpy_voxel_downsample(host, args.voxel)
-                got, got_counts = centroids.cpu().numpy(), counts.cpu().numpy()
-                result["checked"] = bool(np.array_equal(got_counts, want_counts) and np.allclose(got, want, atol=1e-4))
+                first.extend((host, centroids.cpu().numpy(), counts.cpu().numpy()))
             del xyz
         result["ms"].append((time.perf_counter() - started) * 1e3)
         result["voxels"].append(len(counts))
@@ -127,6 +132,10 @@ def downsampler(args: argparse.Namespace) -> None:
         if result["clouds"] and time.monotonic() - last[0] > 3.0:  # the publisher is done (one sent before we matched is lost)
             break
     result["memory"] = out.pool.memory
+    if first:  # both sort voxels by their (x, y, z) cell: compare them one to one
+        host, got, got_counts = first
+        want, want_counts = numpy_voxel_downsample(host, args.voxel)
+        result["checked"] = bool(np.array_equal(got_counts, want_counts) and np.allclose(got, want, atol=1e-4))
     print(json.dumps(result), flush=True)
     out.close()
     node.destroy_node()
@@ -186,10 +195,18 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _run(args: argparse.Namespace, argv: list[str]) -> int:
-    if args.role == "downsampler":
-        downsampler(args)
-        return 0
     _torch()
+    try:
+        if args.role == "downsampler":
+            downsampler(args)
+            return 0
+        return _orchestrate(args, argv)
+    except Ros2CudaIpcError as exc:  # no GPU for --memory cuda, say
+        print(f"voxel_downsample_example ({args.role}): {exc}", file=sys.stderr)
+        return 1
+
+
+def _orchestrate(args: argparse.Namespace, argv: list[str]) -> int:
     child = subprocess.Popen([sys.executable, "-m", "ros2_cuda_ipc_pointcloud.voxel_example", *argv, "--role",
                               "downsampler"], stdout=subprocess.PIPE, text=True)
     try:
@@ -203,7 +220,8 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
         child.kill()
     summary = json.loads(out.strip().splitlines()[-1])
     ms = sorted(summary["ms"][1:] or summary["ms"])
-    print(f"voxel example: {summary['clouds']}/{args.clouds} clouds of {summary['points']} points ({memory} memory) "
+    print(f"voxel example: {summary['clouds']}/{args.clouds} clouds of {summary['points']} points ({memory} memory; "
+          f"{summary['dropped']} dropped as stale) "
           f"downsampled in another process to {summary['voxels'][-1] if summary['voxels'] else 0} voxels of "
           f"{args.voxel} m; median {ms[len(ms) // 2] if ms else float('nan'):.2f} ms a cloud (read, downsample, "
           f"publish), zero copy: {summary['zero_copy']}, matches numpy: {summary['checked']}")
