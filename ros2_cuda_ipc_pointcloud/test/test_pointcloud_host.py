@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from cloud_samples import SAMPLES, field_values, sample_bytes
 
+from ros2_cuda_ipc_core import InvalidDescriptorError
 from ros2_cuda_ipc_pointcloud import CloudLayout, PointCloudPublisher, PointCloudReader
 
 
@@ -103,26 +104,28 @@ def test_publish_array_structured_raw_and_repacked(node):
     layout = SAMPLES["xyzi"].layout
     data = sample_bytes(layout, seed=6)
     points = np.frombuffer(data.tobytes(), layout.dtype)
+    raw = points.view(np.float32).reshape(-1, 4)
+    other_layout = points[["intensity", "z", "y", "x"]].astype([("intensity", "<f8"), ("z", "<f4"), ("y", "<f4"),
+                                                               ("x", "<f4")])
+    every_other = slice(0, 2000, 2)
+    cases = {"same structured dtype": (points[:1000], slice(0, 1000)),
+             "(N, 4) float32": (raw[:1000], slice(0, 1000)),
+             "(N, 4) float32, every other row": (raw[every_other], every_other),
+             "another structured layout (repacked)": (other_layout[:1000], slice(0, 1000))}
     with PointCloudPublisher(node, "pc_host_array", fields="xyzi", width=layout.width, memory="host") as pub:
-        for given in (points[:1000], points.view(np.float32).reshape(-1, 4)[:1000],
-                      points[["intensity", "z", "y", "x"]].astype([("intensity", "<f8"), ("z", "<f4"), ("y", "<f4"),
-                                                                  ("x", "<f4")])[:1000],
-                      points.view(np.float32).reshape(-1, 4)[:2000:2]):
-            msg = pub.publish_array(given)
-            with PointCloudReader().read(msg) as view:
-                assert view.width == 1000
-                expected = points[:1000] if len(given) == 1000 and given.base is not None and given.ndim == 1 else None
+        for case, (given, which) in cases.items():
+            with PointCloudReader().read(pub.publish_array(given)) as view:
+                assert view.width == 1000, case
                 for name in layout.field_names:
-                    want = (field_values(layout, data, name)[:2000:2] if given.ndim == 2 and given.strides[0] == 32
-                            else field_values(layout, data, name)[:1000])
-                    np.testing.assert_array_equal(np.asarray(view.field(name)), want)
-                del expected
+                    np.testing.assert_array_equal(np.asarray(view.field(name)), field_values(layout, data, name)[which],
+                                                  err_msg=case)
         with pytest.raises(ValueError, match="16-byte point"):
             pub.publish_array(np.zeros((10, 3), np.float32))
         with pytest.raises(ValueError, match="capacity"):
             pub.publish_array(np.zeros((layout.width + 1, 4), np.float32))
-        with pytest.raises(Exception, match="no field 'intensity'"):
+        with pytest.raises(InvalidDescriptorError, match="no field 'intensity'"):
             pub.publish_array(np.zeros(4, dtype=[("x", "<f4"), ("y", "<f4"), ("z", "<f4")]))
+        assert pub.pool.stats()["published"] == 4 and pub.pool.stats()["cancelled"] == 0
 
 
 def test_organized_publish_array_keeps_row_padding(node):
