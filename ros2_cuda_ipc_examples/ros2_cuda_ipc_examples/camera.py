@@ -75,6 +75,7 @@ class SyntheticCamera(PipelineNode):
         self.seq = 0
         self.busy = 0
         self._started: float | None = None
+        self._elapsed = 0.0
         self._ready_at: float | None = None
         self.create_timer(1.0 / fps, self._tick)
 
@@ -133,9 +134,12 @@ class SyntheticCamera(PipelineNode):
     def _sent(self) -> None:
         self.seq += 1
         self.counts["out"] += 1
+        if self._started is not None:
+            self._elapsed = round(time.monotonic() - self._started, 3)  # first frame to the last one sent
 
     def extra_stats(self) -> dict[str, Any]:
-        stats: dict[str, Any] = {"memory": self.memory, "acquire_misses": self.busy, "done": self.done}
+        stats: dict[str, Any] = {"memory": self.memory, "acquire_misses": self.busy, "done": self.done,
+                                 "elapsed_s": self._elapsed}
         if self.images is not None:
             pool = self.images.pool.stats()
             stats["leases_held"] = pool["blocks_held_by_readers"]

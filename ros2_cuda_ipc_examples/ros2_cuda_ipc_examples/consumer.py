@@ -37,6 +37,8 @@ class ImageConsumer(PipelineNode):
         self.transport = self.parameter("transport", "ipc")
         self.reader = ImageReader()
         self._probes: dict[tuple[int, int], tuple[Probe, Any, Any]] = {}
+        if choose_memory("auto")[0] == "cuda":
+            self.backend("cuda")  # the CUDA context now, not in the first frame's callback
         if self.transport == "ipc":
             self.create_subscription(GpuImage, self.input_topic, self._on_gpu_image, 10)
         elif self.transport == "sensor_msgs":

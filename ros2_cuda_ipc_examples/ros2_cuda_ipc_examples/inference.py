@@ -86,6 +86,18 @@ class InferenceLike(ImageConsumer):
         self._classes = self.create_publisher(UInt32, "class", 10)
         self._mean = np.array(IMAGENET_MEAN) * 255
         self._std = np.array(IMAGENET_STD) * 255
+        if self.has_torch and "cuda" in self._backends:
+            self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Build the network on the GPU and run it once, so the first frames do not wait for it (and go stale)."""
+        import torch
+
+        for dtype in (torch.float32, torch.float16):
+            probe = torch.zeros((1, 3, 224, 224), dtype=dtype, device="cuda")
+            with torch.no_grad():
+                self._module(probe)(probe)
+        torch.cuda.synchronize()
 
     def _module(self, tensor: Any) -> Any:
         import torch
@@ -106,7 +118,7 @@ class InferenceLike(ImageConsumer):
             import torch
 
             if arrays.name == "numpy":  # a small host copy: torch takes no read-only numpy array
-                nchw = torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1)))[None]
+                nchw = torch.from_numpy(image.transpose(2, 0, 1).copy())[None]
             else:
                 nchw = (image if arrays.name == "torch" else torch.from_dlpack(image)).permute(2, 0, 1)[None]
             module = self._module(nchw)

@@ -294,15 +294,19 @@ def _summary(pipeline: Pipeline, options: PipelineOptions, table: StatsTable, co
     nodes = {name: table.latest.get(name) for name in pipeline.node_names}
     consumers = {name: report for name, report in nodes.items() if report and report["kind"] != "SyntheticCamera"}
     camera = nodes.get("camera") or {}
-    preview = options.out_dir / "preview.png"
+    preview = options.out_dir.resolve() / "preview.png"
     ok = bool(camera.get("out")) and all(r["checked"] > 0 and r["bad"] == 0 for r in consumers.values()) \
         and len(consumers) == len(nodes) - 1 and not any(codes.values())
+    elapsed = camera.get("elapsed_s") or 0.0
     return {
         "pipeline": pipeline.name, "mode": "composed" if compose else "separate", "ok": ok,
         "interrupted": interrupted, "wall_seconds": round(wall, 2),
         "options": {**asdict(options), "out_dir": str(options.out_dir)},
         "frames_published": camera.get("out", 0),
+        "camera_seconds": elapsed,
         "frames_checked": {name: r["checked"] for name, r in consumers.items()},
+        "fps": {name: round(r["checked"] / elapsed, 2) if elapsed else None
+                for name, r in {"camera": {"checked": camera.get("out", 0)}, **consumers}.items()},
         "latency_ms": {name: r["latency_ms_total"] for name, r in consumers.items()},
         "same_process_reads": {name: r.get("same_process_reads") for name, r in consumers.items()},
         "exit_codes": codes,
@@ -312,7 +316,7 @@ def _summary(pipeline: Pipeline, options: PipelineOptions, table: StatsTable, co
 
 
 def write_summary(summary: dict[str, Any], out_dir: Path) -> Path:
-    path = out_dir / "pipeline-summary.json"
+    path = out_dir.resolve() / "pipeline-summary.json"
     path.write_text(json.dumps(summary, indent=2) + "\n")
     return path
 
@@ -320,11 +324,15 @@ def write_summary(summary: dict[str, Any], out_dir: Path) -> Path:
 def print_outcome(summary: dict[str, Any], stream: IO[str] = sys.stdout) -> None:
     """The few lines that say what happened."""
     prefix = summary["pipeline"]
-    stream.write(f"{prefix}: {summary['frames_published']} frames published in {summary['wall_seconds']:.1f} s; "
+    camera_fps = summary["fps"].get("camera")
+    stream.write(f"{prefix}: {summary['frames_published']} frames published"
+                 f"{f' ({camera_fps:.1f} fps)' if camera_fps else ''} in a run of {summary['wall_seconds']:.1f} s; "
                  f"checked at each consumer: {', '.join(f'{k} {v}' for k, v in summary['frames_checked'].items())}\n")
     for name, latency in summary["latency_ms"].items():
+        fps = summary["fps"].get(name)
+        rate = f"{fps:5.1f} fps checked, " if fps is not None else ""
         if latency["n"]:
-            stream.write(f"{prefix}: {name:<10} latency from the camera's stamp p50 {latency['p50']:.1f} ms, "
+            stream.write(f"{prefix}: {name:<10} {rate}latency from the camera's stamp p50 {latency['p50']:.1f} ms, "
                          f"p99 {latency['p99']:.1f} ms ({latency['n']} frames)\n")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import array
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,9 @@ class Preview(ImageConsumer):
         self._out = self.create_publisher(Image, "preview", 2)
         self._last_download = self._last_snapshot = -float("inf")
         self.downloads = self.snapshots = 0
+        # PNG compression takes a while at 4K: a worker thread does it (zlib lets go of the GIL), frames keep flowing.
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="preview_png")
+        self._snapshot: Future[None] | None = None
 
     def process(self, image: Any, header: Any, encoding: str, arrays: ArrayBackend) -> None:
         now = time.monotonic()
@@ -52,11 +56,18 @@ class Preview(ImageConsumer):
         self._out.publish(msg)
         self.downloads += 1
         self.counts["out"] += 1
-        if self.snapshot_path and now - self._last_snapshot >= self.snapshot_period:
+        writing = self._snapshot is not None and not self._snapshot.done()
+        if self.snapshot_path and now - self._last_snapshot >= self.snapshot_period and not writing:
             self._last_snapshot = now
             order = list(rgb_index(encoding)) + ([3] if channels == 4 else [])
-            write_png(self.snapshot_path, np.ascontiguousarray(host[:, :, order]))
+            self._snapshot = self._writer.submit(write_png, self.snapshot_path, host[:, :, order])
             self.snapshots += 1
+
+    def destroy_node(self) -> None:
+        writer = getattr(self, "_writer", None)  # None when the parameters were refused
+        if writer is not None:
+            writer.shutdown(wait=True)  # the last snapshot is written whole
+        super().destroy_node()
 
     def extra_stats(self) -> dict[str, Any]:
         return {**super().extra_stats(), "downloads": self.downloads, "snapshots": self.snapshots,

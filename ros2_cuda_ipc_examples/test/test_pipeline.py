@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -131,3 +132,31 @@ def test_demo_on_cuda_without_a_gpu_says_why_at_once():
     out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.demo", "--memory", "cuda"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "memory='cuda' cannot be used: no usable CUDA driver" in out.stderr
+
+
+def _gpu_skip_reason() -> str | None:
+    reason = unavailable_reason(0)
+    if reason is None and importlib.util.find_spec("torch") is None:
+        reason = "torch is not installed"
+    return None if reason is None else f"needs a CUDA GPU and torch: {reason}"
+
+
+@pytest.mark.skipif(_gpu_skip_reason() is not None, reason=str(_gpu_skip_reason()))
+@pytest.mark.parametrize(("width", "height"), [(1920, 1080), (3840, 2160)])
+@pytest.mark.parametrize("compose", [False, True], ids=["separate", "composed"])
+def test_fanout_on_cuda(tmp_path, width, height, compose):
+    frames = 150
+    options = PipelineOptions(width=width, height=height, fps=30.0, memory="cuda", frames=frames,
+                              namespace=f"/fanout_cuda_{height}_{int(compose)}", out_dir=tmp_path, block_count=4)
+    summary = run_pipeline(fanout(options), options, compose=compose, stream=None)
+    print(json.dumps({k: summary[k] for k in ("mode", "camera_seconds", "fps", "latency_ms", "same_process_reads")}))
+    assert summary["ok"] and summary["frames_published"] == frames
+    for name in CONSUMERS:
+        report = summary["nodes"][name]
+        assert report["bad"] == 0 and report["checked"] >= 0.9 * frames, (name, report)
+        assert report["same_process_reads"] == (report["reads"] if compose else 0)
+    assert summary["nodes"]["camera"]["memory"] == "cuda"
+    pixels = read_png(summary["preview_png"])
+    assert pixels.shape == (height, width, 3)
+    probe = Probe.for_image(height, width)
+    assert probe.check(pixels[probe.ys, probe.xs])[1]
