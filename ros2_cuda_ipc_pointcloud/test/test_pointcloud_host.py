@@ -1,8 +1,11 @@
 """Publisher, frame, reader and view in host memory: field views, xyz, structured, DLPack and strided copies."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from cloud_samples import SAMPLES, field_values, sample_bytes
+from sensor_msgs.msg import PointField
 
 from ros2_cuda_ipc_core import InvalidDescriptorError
 from ros2_cuda_ipc_pointcloud import CloudLayout, PointCloudPublisher, PointCloudReader
@@ -151,3 +154,24 @@ def test_publisher_arguments_are_checked(node):
     with pytest.raises(ValueError, match="row_step 100 is shorter"):
         PointCloudPublisher(node, "pc_bad", fields="xyz", width=10, height=2, row_step=100)
     assert CloudLayout.create("xyz", 10).point_step == 12
+
+
+def test_big_endian_and_counted_fields_read_as_sent(node):
+    """A foreign publisher's big-endian cloud with a 3-value field: numpy reads it, DLPack refuses it by name."""
+    fields = [PointField(name="x", offset=0, datatype=PointField.FLOAT32, count=1),
+              PointField(name="normal", offset=4, datatype=PointField.FLOAT32, count=3),
+              PointField(name="label", offset=16, datatype=PointField.UINT16, count=1)]
+    capacity = CloudLayout.create(fields, 50, point_step=20)
+    big = replace(capacity, is_bigendian=True)
+    data = sample_bytes(big, seed=13)
+    with PointCloudPublisher(node, "pc_host_big", fields=fields, width=50, point_step=20, memory="host") as pub:
+        msg = pub.publish_bytes(data.tobytes(), big)
+        assert msg.is_bigendian
+        with PointCloudReader().read(msg) as view:
+            normal = np.asarray(view.field("normal"))
+            assert normal.shape == (50, 3) and normal.dtype.str == ">f4"
+            np.testing.assert_array_equal(normal, field_values(big, data, "normal"))
+            np.testing.assert_array_equal(view.structured["normal_2"], field_values(big, data, "normal")[:, 2])
+            np.testing.assert_array_equal(np.asarray(view.field("label")), field_values(big, data, "label"))
+            with pytest.raises(BufferError, match=r"field 'label' .*big-endian"):
+                view.field("label").__dlpack__()
