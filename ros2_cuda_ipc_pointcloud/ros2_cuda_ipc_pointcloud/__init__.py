@@ -10,6 +10,7 @@ from .publisher import PointCloudPublisher
 from .reader import PointCloudReader
 from .repack import repack
 from .view import PointCloudView
+from .voxel import numpy_voxel_downsample, voxel_downsample
 
 __all__ = [
     "DATATYPES",
@@ -23,7 +24,9 @@ __all__ = [
     "PointCloudReader",
     "PointCloudView",
     "fields_from_dtype",
+    "numpy_voxel_downsample",
     "publish_pointcloud2_msg",
     "repack",
     "to_pointcloud2_msg",
+    "voxel_downsample",
 ]

@@ -23,6 +23,8 @@ import numpy as np
 
 from ros2_cuda_ipc_core import Ros2CudaIpcError, run_tool
 
+from .voxel import numpy_voxel_downsample, voxel_downsample
+
 TOPIC, OUT_TOPIC = "voxel_example/points", "voxel_example/downsampled"
 
 
@@ -48,30 +50,6 @@ def scene(points: int, seed: int = 0) -> np.ndarray:
     cloud[ground + boxes:, :3] = rng.uniform(-25, 25, (points - ground - boxes, 3)) * np.array([1, 1, 0.2])
     cloud[:, 3] = rng.uniform(0, 255, points)
     return cloud
-
-
-def voxel_downsample(torch: Any, xyz: Any, voxel: float) -> tuple[Any, Any]:
-    """Centroid and point count of every occupied ``voxel``-sized cell of an (N, 3) tensor (any device).
-
-    Voxels come sorted by their (x, y, z) cell.  Cells are ``floor(xyz * (1 / voxel))`` in float32, a
-    product both torch and numpy round the same way (torch divides by a scalar as such a product anyway).
-    """
-    cells = torch.floor(xyz * (1.0 / voxel)).to(torch.int64)
-    cells -= cells.min(dim=0).values
-    extent = cells.max(dim=0).values + 1
-    keys = (cells[:, 0] * extent[1] + cells[:, 1]) * extent[2] + cells[:, 2]
-    _, inverse, counts = torch.unique(keys, return_inverse=True, return_counts=True)
-    sums = torch.zeros((len(counts), 3), dtype=torch.float64, device=xyz.device).index_add_(0, inverse, xyz.double())
-    return (sums / counts[:, None]).float(), counts
-
-
-def numpy_voxel_downsample(xyz: np.ndarray, voxel: float) -> tuple[np.ndarray, np.ndarray]:
-    """The same on the host with numpy, as the check."""
-    cells = np.floor(xyz * np.float32(1.0 / voxel)).astype(np.int64)
-    _, inverse, counts = np.unique(cells, axis=0, return_inverse=True, return_counts=True)
-    sums = np.zeros((len(counts), 3))
-    np.add.at(sums, inverse.reshape(-1), xyz.astype(np.float64))
-    return (sums / counts[:, None]).astype(np.float32), counts
 
 
 def downsampler(args: argparse.Namespace) -> None:
@@ -106,7 +84,7 @@ def downsampler(args: argparse.Namespace) -> None:
             xyz = torch.from_dlpack(view.xyz)
             result["zero_copy"] = xyz.data_ptr() == view.handle.device_ptr + view.layout.field("x").offset
             with torch.cuda.stream(stream) if cuda else contextlib.nullcontext():
-                centroids, counts = voxel_downsample(torch, xyz, args.voxel)
+                centroids, counts = voxel_downsample(xyz, args.voxel)
                 out.publish_array(centroids, stream=stream)
                 if stream is not None:
                     stream.synchronize()

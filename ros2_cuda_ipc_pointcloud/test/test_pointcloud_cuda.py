@@ -9,7 +9,14 @@ import pytest
 from cloud_samples import SAMPLES, cloud_msg, field_values, sample_bytes
 
 from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
-from ros2_cuda_ipc_pointcloud import PointCloudPublisher, PointCloudReader, publish_pointcloud2_msg, to_pointcloud2_msg
+from ros2_cuda_ipc_pointcloud import (
+    PointCloudPublisher,
+    PointCloudReader,
+    numpy_voxel_downsample,
+    publish_pointcloud2_msg,
+    to_pointcloud2_msg,
+    voxel_downsample,
+)
 
 REASON = unavailable_reason(0)
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"needs a CUDA GPU: {REASON}")
@@ -111,3 +118,13 @@ def test_voxel_example_downsamples_a_million_points_in_another_process():
     assert run.returncode == 0, run.stdout + run.stderr
     assert "zero copy: True, matches numpy: True" in run.stdout, run.stdout
     print(run.stdout)
+
+
+def test_torch_voxel_downsample_matches_numpy_on_the_gpu():
+    import torch
+
+    xyz = np.random.default_rng(1).uniform(-20, 20, (200_000, 3)).astype(np.float32)
+    centroids, counts = voxel_downsample(torch.from_numpy(xyz).cuda(), 0.5)
+    want, want_counts = numpy_voxel_downsample(xyz, 0.5)
+    assert centroids.is_cuda and np.array_equal(counts.cpu().numpy(), want_counts)
+    np.testing.assert_allclose(centroids.cpu().numpy(), want, atol=1e-4)
