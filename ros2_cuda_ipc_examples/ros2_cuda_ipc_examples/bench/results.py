@@ -207,8 +207,22 @@ def problem_notes(results: list[dict[str, Any]]) -> list[str]:
     return ["### Frames not verified", "", *notes, ""] if notes else []
 
 
+def run_summary(run: dict[str, Any]) -> list[str]:
+    """The command, the machine and the settings, above the tables."""
+    machine, settings = run["machine"], run["settings"]
+    hardware = f"{machine['cpu']} ({machine['cpu_count']} CPUs)" + (f", {machine['gpu']}" if machine.get("gpu") else ", no GPU")
+    software = ", ".join(f"{name} {machine[name]}" for name in ("python", "numpy", "torch", "cuda", "cupy") if machine.get(name))
+    where = "GPU memory" if settings["memory_used"] == "cuda" else "host memory"
+    return [f"Run of {run['started']}: `{' '.join(run['command'])}`", "",
+            f"- machine: {hardware}; {machine['platform']}; {software}; {machine.get('rmw', 'rmw unknown')}",
+            f"- frames live in {where}" + (f", touched with {settings['gpu_library_used']} on its own stream"
+                                           if settings["gpu_library_used"] else "")
+            + f"; {settings['frames']} measured frames per case after {settings['warmup']} warm-up frames; "
+            f"{settings['blocks']} blocks per pool", *(f"- {note}" for note in settings["notes"]), ""]
+
+
 def markdown(run: dict[str, Any]) -> str:
     rows = run["results"]
-    lines = [*latency_tables(rows), *split_tables(rows), *throughput_table(rows, run["settings"]["in_flight"]),
+    lines = [*run_summary(run), *latency_tables(rows), *split_tables(rows), *throughput_table(rows, run["settings"]["in_flight"]),
              *problem_notes(rows)]
     return "\n".join(lines)
