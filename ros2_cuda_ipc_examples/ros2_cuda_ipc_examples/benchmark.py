@@ -82,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--blocks", type=_bounded(int, 2, 64), default=4, help="blocks per ros2_cuda_ipc pool")
     parser.add_argument("--in-flight", type=_bounded(int, 1, 63), default=2,
                         help="throughput mode: frames sent and not yet acknowledged by the consumer, at most")
+    parser.add_argument("--case-seconds", type=_bounded(float, 1, 3600), default=15.0,
+                        help="throughput mode: a case stops sending after this long (a stalling transport cannot "
+                             "stretch the run)")
     parser.add_argument("--gpu-library", choices=["auto", *GPU_LIBRARIES], default="auto",
                         help="who touches GPU frames in both processes: auto = torch if installed, else cupy")
     parser.add_argument("--out", type=Path, default=Path("benchmark-results"), help="directory for the outputs")
@@ -136,7 +139,7 @@ def resolve_plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> t
     payloads: list[Payload] = list(dict.fromkeys(  # argparse does not convert a list default
         p if isinstance(p, Payload) else parse_payload(p) for p in args.payloads))
     plan = make_plan(modes, transports, payloads, list(dict.fromkeys(args.rates)), args.frames, args.warmup,
-                     memory, library, args.blocks, args.in_flight)
+                     memory, library, args.blocks, args.in_flight, args.case_seconds)
     return plan, notes
 
 
@@ -209,9 +212,11 @@ def run(args: argparse.Namespace, plan: Plan, notes: list[str]) -> int:
     for note in notes:
         print(note, flush=True)
     paced = sum(case.total_frames / case.rate for case in plan.cases if case.rate)
+    capped = plan.case_seconds * sum(case.rate is None for case in plan.cases)
     transports = list(dict.fromkeys(case.transport for case in plan.cases))
     print(f"benchmark: {len(plan.cases)} cases ({', '.join(transports)}; frames in {plan.memory} memory"
-          f"{f', {plan.gpu_library} on the GPU' if plan.gpu_library else ''}); paced cases take {paced:.0f} s; "
+          f"{f', {plan.gpu_library} on the GPU' if plan.gpu_library else ''}); paced cases take {paced:.0f} s, "
+          f"throughput cases at most {capped:.0f} s; "
           f"outputs in {args.out}/", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     run_record = new_run_record(args, plan, notes)

@@ -76,6 +76,7 @@ BAD_ARGUMENTS = [
     (["--in-flight", "4", "--blocks", "4"], "--in-flight 4 must be below --blocks 4"),
     (["--memory", "host", "--transports", "cuda"], "no transport left"),
     (["--mode", "fast"], "invalid choice: 'fast'"),
+    (["--case-seconds", "0"], "--case-seconds: 0 is outside 1..3600"),
 ]
 
 

@@ -49,6 +49,7 @@ class Plan:
     gpu_library: str | None
     blocks: int
     in_flight: int
+    case_seconds: float  # throughput mode: a case stops sending after this long
 
     @property
     def payloads(self) -> list[Payload]:
@@ -81,7 +82,8 @@ class Plan:
 
 
 def make_plan(modes: list[str], transports: list[str], payloads: list[Payload], rates: list[float], frames: int,
-              warmup: int, memory: str, gpu_library: str | None, blocks: int, in_flight: int) -> Plan:
+              warmup: int, memory: str, gpu_library: str | None, blocks: int, in_flight: int,
+              case_seconds: float) -> Plan:
     """Cases grouped by mode and rate, then payload; a payload's transports run back to back."""
     cases: list[Case] = []
     for mode in modes:
@@ -89,4 +91,4 @@ def make_plan(modes: list[str], transports: list[str], payloads: list[Payload], 
             for payload in payloads:
                 for transport in transports:
                     cases.append(Case(len(cases), mode, transport, payload, rate, frames, warmup))
-    return Plan(tuple(cases), memory, gpu_library, blocks, in_flight)
+    return Plan(tuple(cases), memory, gpu_library, blocks, in_flight, case_seconds)

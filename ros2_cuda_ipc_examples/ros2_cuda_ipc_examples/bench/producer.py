@@ -43,6 +43,7 @@ class SentFrames:
     late_ticks: int = 0  # latency mode: ticks skipped because the previous frame was still being sent
     no_block: int = 0  # ros2_cuda_ipc: every block still held by the reader
     stalls: int = 0  # throughput mode: acknowledgement waits that timed out
+    unsent: int = 0  # throughput mode: frames not sent because the case's time was up
     first_ns: int | None = None  # stamp of the first measured frame
     send_us: list[float] = field(default_factory=list)
 
@@ -141,10 +142,17 @@ class Producer:
                 progress(tick)
 
     def _acknowledged(self, case: Case, sent: SentFrames, progress: Callable[[int], None]) -> None:
-        """As fast as the consumer keeps up: at most ``in_flight`` frames sent and not yet acknowledged."""
+        """As fast as the consumer keeps up: at most ``in_flight`` frames sent and not yet acknowledged,
+        for at most ``case_seconds``."""
         window = self.plan.in_flight
+        deadline = time.monotonic() + self.plan.case_seconds
         for seq in range(case.total_frames):
-            if not self._spin_until(functools.partial(self._within_window, case.index, seq - window), STALL_TIMEOUT_S):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                sent.unsent = case.total_frames - seq
+                return
+            if not self._spin_until(functools.partial(self._within_window, case.index, seq - window),
+                                    min(STALL_TIMEOUT_S, left)):
                 sent.stalls += 1
             self._send(case, seq, sent)
             if seq % 10 == 0:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,9 @@ import numpy as np
 from .cases import TRANSPORT_LABELS, Case
 from .producer import SentFrames
 
+#: Environment variables that change how DDS carries the messages (recorded with every run).
+DDS_ENVIRONMENT = ("ROS_DISTRO", "RMW_IMPLEMENTATION", "FASTDDS_BUILTIN_TRANSPORTS", "FASTRTPS_DEFAULT_PROFILES_FILE",
+                   "FASTDDS_DEFAULT_PROFILES_FILE", "CYCLONEDDS_URI", "ROS_LOCALHOST_ONLY", "ROS_AUTOMATIC_DISCOVERY_RANGE")
 SPLIT = ("send", "arrival", "read", "view", "wait", "work", "release", "ready")
 
 
@@ -34,6 +38,7 @@ def case_result(case: Case, sent: SentFrames, report: dict[str, Any] | None) -> 
         "case": case.index, "mode": case.mode, "transport": case.transport, "payload": case.payload.name,
         "payload_bytes": case.payload.byte_size, "rate_hz": case.rate, "frames": case.frames, "warmup": case.warmup,
         "sent": sent.sent, "late_ticks": sent.late_ticks, "no_block": sent.no_block, "stalls": sent.stalls,
+        "unsent": sent.unsent,
         **{key: report[key] for key in ("received", "measured", "verified", "bad", "stale", "errors", "last_error")},
         "dropped": case.frames - report["verified"],
         "stats_us": {phase: summarise(values) for phase, values in samples.items() if values},
@@ -50,6 +55,7 @@ def machine(gpu_library: str | None) -> dict[str, Any]:
     """The machine and software the numbers were measured on."""
     info: dict[str, Any] = {"platform": platform.platform(), "python": platform.python_version(),
                             "cpu": _cpu_model(), "cpu_count": _cpu_count(), "numpy": np.__version__}
+    info["dds_environment"] = {name: os.environ[name] for name in DDS_ENVIRONMENT if name in os.environ}
     try:
         from rclpy.utilities import get_rmw_implementation_identifier
 
@@ -78,8 +84,6 @@ def _cpu_model() -> str:
 
 
 def _cpu_count() -> int:
-    import os
-
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)
 
 
@@ -185,6 +189,7 @@ def problems(row: dict[str, Any]) -> str:
         "late_ticks": "ticks skipped (the producer was still sending the previous frame)",
         "no_block": "frames not sent (every block still held)",
         "stalls": "acknowledgements that timed out",
+        "unsent": "frames not sent (the case's time was up)",
         "lost": "frames sent but never delivered",
         "stale": "stale descriptors (block reused before it was read)",
         "bad": "frames with wrong bytes",
@@ -214,7 +219,9 @@ def run_summary(run: dict[str, Any]) -> list[str]:
     software = ", ".join(f"{name} {machine[name]}" for name in ("python", "numpy", "torch", "cuda", "cupy") if machine.get(name))
     where = "GPU memory" if settings["memory_used"] == "cuda" else "host memory"
     return [f"Run of {run['started']}: `{' '.join(run['command'])}`", "",
-            f"- machine: {hardware}; {machine['platform']}; {software}; {machine.get('rmw', 'rmw unknown')}",
+            f"- machine: {hardware}; {machine['platform']}; {software}",
+            f"- DDS: {machine.get('rmw', 'rmw unknown')}"
+            + "".join(f", {name}={value}" for name, value in machine.get("dds_environment", {}).items()),
             f"- frames live in {where}" + (f", touched with {settings['gpu_library_used']} on its own stream"
                                            if settings["gpu_library_used"] else "")
             + f"; {settings['frames']} measured frames per case after {settings['warmup']} warm-up frames; "
