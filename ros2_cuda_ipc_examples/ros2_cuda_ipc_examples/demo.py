@@ -49,8 +49,9 @@ def _hop(options: PipelineOptions, transport: str, seconds: float) -> dict[str, 
 def _hop_line(label: str, hop_result: dict[str, Any], baseline: dict[str, Any] | None) -> str:
     latency = hop_result["latency_ms"] or {"p50": None, "p99": None}
     if latency["p50"] is None:
-        return f"  {label:<34} no frame arrived"
-    line = f"  {label:<34} {hop_result['frames_checked']:>6} {latency['p50']:>8.1f} {latency['p99']:>8.1f}"
+        return f"  {label:<30} {hop_result['frames_published']:>5}        0   (no frame arrived)"
+    line = (f"  {label:<30} {hop_result['frames_published']:>5} {hop_result['frames_checked']:>8} "
+            f"{latency['p50']:>8.1f} {latency['p99']:>8.1f}")
     if baseline and baseline["latency_ms"] and baseline["latency_ms"]["p50"]:
         line += f"   {latency['p50'] / baseline['latency_ms']['p50']:.1f}x the p50 of ros2_cuda_ipc"
     return line
@@ -80,7 +81,7 @@ def run_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if "hop" in summary:
         frame_mib = options.width * options.height * 3 / (1 << 20)
         _say(f"the same hop, camera -> encoder, {options.width}x{options.height} rgb8 ({frame_mib:.1f} MiB a frame):")
-        print(f"  {'transport':<34} {'frames':>6} {'p50 ms':>8} {'p99 ms':>8}")
+        print(f"  {'transport':<30} {'sent':>5} {'checked':>8} {'p50 ms':>8} {'p99 ms':>8}")
         ipc, ros = summary["hop"]["ros2_cuda_ipc"], summary["hop"]["sensor_msgs"]
         print(_hop_line(f"ros2_cuda_ipc ({options.memory} memory)", ipc, None))
         print(_hop_line("sensor_msgs/Image (copies)", ros, ipc))

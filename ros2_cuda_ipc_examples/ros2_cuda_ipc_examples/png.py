@@ -13,6 +13,7 @@ __all__ = ["read_png", "write_png"]
 
 _SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _COLOR_TYPES = {3: 2, 4: 6}  # channels -> PNG colour type (truecolour, truecolour with alpha)
+_NONE, _UP = 0, 2  # PNG row filters
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
@@ -24,8 +25,11 @@ def write_png(path: str | os.PathLike[str], pixels: np.ndarray, level: int = 1) 
     rows, cols, channels = pixels.shape
     if pixels.dtype != np.uint8 or channels not in _COLOR_TYPES:
         raise ValueError(f"a PNG is written from (rows, cols, 3 or 4) uint8 pixels, not {pixels.shape} {pixels.dtype}")
-    scanlines = np.zeros((rows, 1 + cols * channels), dtype=np.uint8)  # filter byte 0 (none) before each row
-    scanlines[:, 1:] = pixels.reshape(rows, cols * channels)
+    flat = pixels.reshape(rows, cols * channels)
+    scanlines = np.empty((rows, 1 + cols * channels), dtype=np.uint8)
+    scanlines[:, 0] = _UP  # each row stored as its difference to the row above: smooth pictures compress well
+    scanlines[0, 1:] = flat[0]
+    np.subtract(flat[1:], flat[:-1], out=scanlines[1:, 1:])  # uint8 arithmetic wraps modulo 256, as PNG's does
     header = struct.pack(">IIBBBBB", cols, rows, 8, _COLOR_TYPES[channels], 0, 0, 0)
     data = _SIGNATURE + _chunk(b"IHDR", header) + _chunk(b"IDAT", zlib.compress(scanlines.tobytes(), level)) \
         + _chunk(b"IEND", b"")
@@ -36,7 +40,7 @@ def write_png(path: str | os.PathLike[str], pixels: np.ndarray, level: int = 1) 
 
 
 def read_png(path: str | os.PathLike[str]) -> np.ndarray:
-    """The pixels of a PNG that :func:`write_png` wrote (8-bit RGB / RGBA, no filters): for checks and tests."""
+    """The pixels of a PNG that :func:`write_png` wrote (8-bit RGB / RGBA, None or Up filters): for checks and tests."""
     data = Path(path).read_bytes()
     if not data.startswith(_SIGNATURE):
         raise ValueError(f"{path} is not a PNG file")
@@ -51,6 +55,10 @@ def read_png(path: str | os.PathLike[str]) -> np.ndarray:
     if depth != 8 or channels is None:
         raise ValueError(f"{path}: only 8-bit RGB / RGBA PNGs are read here")
     scanlines = np.frombuffer(zlib.decompress(idat), dtype=np.uint8).reshape(rows, 1 + cols * channels)
-    if scanlines[:, 0].any():
-        raise ValueError(f"{path}: filtered scanlines are not read here")
-    return scanlines[:, 1:].reshape(rows, cols, channels)
+    if not np.isin(scanlines[:, 0], (_NONE, _UP)).all():
+        raise ValueError(f"{path}: only the None and Up row filters are read here")
+    pixels = scanlines[:, 1:].copy()
+    for row in range(1, rows):
+        if scanlines[row, 0] == _UP:
+            pixels[row] += pixels[row - 1]  # wraps modulo 256
+    return pixels.reshape(rows, cols, channels)
