@@ -196,6 +196,9 @@ def test_remote_path_imports_once_and_sees_pool_close():
             assert handle.view((4096,), np.uint8)[0] == value
     stats = reader.stats()
     assert (stats["imports"], stats["reads"], stats["same_process_reads"]) == (1, 4, 0)
+    deadline = time.monotonic() + 10  # the server thread counts a handout after sending it: the reader may be first
+    while pool.stats()["fd_handouts"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.001)
     assert pool.stats()["fd_handouts"] == 1
     pool.close()
     with pytest.raises(PoolUnavailableError, match="gone"):
