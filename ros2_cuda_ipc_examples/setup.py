@@ -30,6 +30,9 @@ setup(
             "inference_like = ros2_cuda_ipc_examples.inference:main",
             "encoder_like = ros2_cuda_ipc_examples.encoder:main",
             "preview = ros2_cuda_ipc_examples.preview:main",
+            "synthetic_lidar = ros2_cuda_ipc_examples.lidar:main",
+            "voxel_downsample = ros2_cuda_ipc_examples.voxel_node:main",
+            "cloud_preview = ros2_cuda_ipc_examples.cloud_preview:main",
         ],
         "ros2_cuda_ipc.components": [
             "ros2_cuda_ipc_examples::SyntheticCamera = ros2_cuda_ipc_examples.camera:SyntheticCamera",
@@ -37,6 +40,9 @@ setup(
             "ros2_cuda_ipc_examples::InferenceLike = ros2_cuda_ipc_examples.inference:InferenceLike",
             "ros2_cuda_ipc_examples::EncoderLike = ros2_cuda_ipc_examples.encoder:EncoderLike",
             "ros2_cuda_ipc_examples::Preview = ros2_cuda_ipc_examples.preview:Preview",
+            "ros2_cuda_ipc_examples::SyntheticLidar = ros2_cuda_ipc_examples.lidar:SyntheticLidar",
+            "ros2_cuda_ipc_examples::VoxelDownsample = ros2_cuda_ipc_examples.voxel_node:VoxelDownsample",
+            "ros2_cuda_ipc_examples::CloudPreview = ros2_cuda_ipc_examples.cloud_preview:CloudPreview",
         ],
     },
 )

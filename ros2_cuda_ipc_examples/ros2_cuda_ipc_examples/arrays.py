@@ -104,6 +104,12 @@ class ArrayBackend:
             return array.cpu().numpy()
         return self.xp.asnumpy(array, stream=self.stream)
 
+    def reinterpret(self, array: Any, dtype: Any, shape: tuple[int, ...]) -> Any:
+        """The same contiguous bytes seen as ``dtype`` elements of ``shape`` (no copy)."""
+        if self.name == "torch":
+            return array.view(_torch_dtype(self.xp, np.dtype(dtype))).reshape(shape)
+        return array.view(dtype).reshape(shape)
+
     def astype(self, array: Any, dtype: Any) -> Any:
         if self.name == "torch":
             return array.to(_torch_dtype(self.xp, np.dtype(dtype)))

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 from sensor_msgs.msg import Image
 
-from ros2_cuda_ipc_core import Ros2CudaIpcError, StaleDescriptorError
 from ros2_cuda_ipc_image import ImageReader
 from ros2_cuda_ipc_msgs.msg import BufferCore, GpuImage
 
@@ -74,21 +73,12 @@ class ImageConsumer(PipelineNode):
         self.latency_from(header.stamp)
 
     def _on_gpu_image(self, msg: GpuImage) -> None:
-        self.counts["in"] += 1
-        arrays = self.backend("cuda" if msg.core.memory == BufferCore.MEMORY_CUDA else "host")
-        if arrays is None:
-            self.counts["bad"] += 1
-            return
-        try:
-            with arrays.activate(), self.reader.read(msg, arrays.stream) as view:
-                image = arrays.wrap(view)
-                self._consume(image, msg.header, msg.encoding, arrays)
-                del image
-        except StaleDescriptorError:
-            self.counts["stale"] += 1
-        except Ros2CudaIpcError as exc:
-            self.counts["bad"] += 1
-            self.get_logger().warning(f"frame dropped: {exc}", throttle_duration_sec=5.0)
+        def work(view: Any, arrays: ArrayBackend) -> None:
+            image = arrays.wrap(view)
+            self._consume(image, msg.header, msg.encoding, arrays)
+            del image
+
+        self.read_frame(self.reader, msg, "cuda" if msg.core.memory == BufferCore.MEMORY_CUDA else "host", work)
 
     def _on_image_msg(self, msg: Image) -> None:
         self.counts["in"] += 1

@@ -45,7 +45,7 @@ class StatsTable:
             if report is None:
                 rows.append([name, "(not reporting yet)"])
                 continue
-            is_source = report["kind"] == "SyntheticCamera"
+            is_source = bool(report.get("source"))
             latency = report["latency_ms"]
             rows.append([name, _number(None if is_source else self.rate(name, "in")), _number(self.rate(name, "out")),
                          _number(latency["p50"]), _number(latency["p99"]),

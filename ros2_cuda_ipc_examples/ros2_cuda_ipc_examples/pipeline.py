@@ -2,6 +2,7 @@
 
     pipeline fanout --seconds 10 --size 1080p --memory auto
     pipeline fanout --compose --frames 300 --size 4k
+    pipeline lidar --seconds 10 --size 2048x128          # columns x rings
     ros2 run ros2_cuda_ipc_examples pipeline fanout --seconds 10
 
 It prints a table once a second (per node: frames in and out per second, latency from the
@@ -31,7 +32,7 @@ from .arrays import MemoryChoiceError, choose_memory
 from .container import ComponentSpec
 from .live_table import StatsTable
 from .pipeline_node import STATS_TOPIC
-from .pipelines import PIPELINES, Pipeline, PipelineOptions
+from .pipelines import DEFAULT_SIZES, PIPELINES, Pipeline, PipelineOptions
 from .scene import MIN_HEIGHT, MIN_WIDTH
 
 __all__ = ["PipelineFailed", "add_run_arguments", "main", "options_from", "positive_number", "print_outcome", "run_pipeline",
@@ -39,7 +40,7 @@ __all__ = ["PipelineFailed", "add_run_arguments", "main", "options_from", "posit
 
 SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080), "4k": (3840, 2160)}
 STARTUP_TIMEOUT = 60.0  # seconds for every node to report once (imports, DDS discovery, a slow CI machine)
-DRAIN_REPORTS = 2  # after the camera is done: reports with no change before the pipeline counts as drained
+DRAIN_REPORTS = 2  # after the source is done: reports with no change before the pipeline counts as drained
 
 
 class PipelineFailed(RuntimeError):
@@ -76,10 +77,11 @@ def add_run_arguments(parser: argparse.ArgumentParser,
                       seconds_help: str = "camera runs this long (default: until --frames or Ctrl-C)") -> None:
     parser.add_argument("--seconds", type=positive_number(float), default=None, help=seconds_help)
     parser.add_argument("--frames", type=positive_number(int), default=None, help="camera sends this many frames")
-    parser.add_argument("--size", type=parse_size, default=SIZES["1080p"], metavar="SIZE",
-                        help=f"{', '.join(SIZES)} or WIDTHxHEIGHT (default: 1080p)")
-    parser.add_argument("--fps", "--rate", dest="fps", type=positive_number(float), default=30.0,
-                        help="camera frames per second (default: %(default)s)")
+    parser.add_argument("--size", type=parse_size, default=None, metavar="SIZE",
+                        help=f"{', '.join(SIZES)} or WIDTHxHEIGHT (default: fanout 1080p; lidar 1024x64, "
+                             "columns x rings)")
+    parser.add_argument("--fps", "--rate", dest="fps", type=positive_number(float), default=None,
+                        help="frames per second (default: fanout 30, lidar 10)")
     parser.add_argument("--memory", choices=["auto", "cuda", "host"], default="auto",
                         help="where frames live; auto: CUDA when a GPU and torch or cupy are here (default: auto)")
     parser.add_argument("--compose", action="store_true", help="every node in one container process")
@@ -87,21 +89,25 @@ def add_run_arguments(parser: argparse.ArgumentParser,
                         help="the container's executor with --compose (default: single)")
     parser.add_argument("--out", type=Path, default=Path("pipeline-output"),
                         help="where pipeline-summary.json, preview.png and the node logs go (default: %(default)s)")
-    parser.add_argument("--namespace", default="/fanout", help="ROS namespace of the nodes (default: %(default)s)")
+    parser.add_argument("--namespace", default=None, help="ROS namespace of the nodes (default: /PIPELINE)")
     parser.add_argument("--blocks", type=positive_number(int), default=4,
                         help="blocks in each publisher's pool; more absorb slower consumers (default: %(default)s)")
 
 
-def options_from(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[PipelineOptions, str]:
+def options_from(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                 pipeline: str = "fanout") -> tuple[PipelineOptions, str]:
     """The options, with the memory resolved (and why); a CUDA request that cannot work is a usage error, now."""
+    default_size, default_fps = DEFAULT_SIZES[pipeline]
+    size, fps = args.size or default_size, args.fps or default_fps
     try:
         memory, why = choose_memory(args.memory)
     except MemoryChoiceError as exc:
         parser.error(str(exc))
-    namespace = args.namespace if args.namespace.startswith("/") else "/" + args.namespace
+    namespace = args.namespace or pipeline
+    namespace = namespace if namespace.startswith("/") else "/" + namespace
     if args.blocks < 2:
         parser.error(f"argument --blocks: a pool needs at least 2 blocks, not {args.blocks}")
-    return PipelineOptions(args.size[0], args.size[1], args.fps, memory, args.frames or 0, args.seconds or 0.0,
+    return PipelineOptions(size[0], size[1], fps, memory, args.frames or 0, args.seconds or 0.0,
                            namespace, args.out, args.blocks), why
 
 
@@ -273,8 +279,8 @@ def _watch(spinner: Any, table: StatsTable, children: list[_Child], screen: _Scr
         if now >= next_draw:
             next_draw += 1.0
             screen.show(f"{screen.title}  t={now - started:.0f}s\n{table.render()}")
-        camera = table.latest.get("camera")
-        if camera is None or not camera.get("done") or missing:
+        source = table.latest.get(table.order[0])
+        if source is None or not source.get("done") or missing:
             continue
         report_time = max(report["time"] for report in table.latest.values())
         if report_time == last_report_time:
@@ -292,21 +298,21 @@ def _watch(spinner: Any, table: StatsTable, children: list[_Child], screen: _Scr
 def _summary(pipeline: Pipeline, options: PipelineOptions, table: StatsTable, compose: bool, wall: float,
              interrupted: bool, codes: dict[str, int]) -> dict[str, Any]:
     nodes = {name: table.latest.get(name) for name in pipeline.node_names}
-    consumers = {name: report for name, report in nodes.items() if report and report["kind"] != "SyntheticCamera"}
-    camera = nodes.get("camera") or {}
+    consumers = {name: report for name, report in nodes.items() if report and not report.get("source")}
+    source = nodes.get(pipeline.source) or {}
     preview = options.out_dir.resolve() / "preview.png"
-    ok = bool(camera.get("out")) and all(r["checked"] > 0 and r["bad"] == 0 for r in consumers.values()) \
+    ok = bool(source.get("out")) and all(r["checked"] > 0 and r["bad"] == 0 for r in consumers.values()) \
         and len(consumers) == len(nodes) - 1 and not any(codes.values())
-    elapsed = camera.get("elapsed_s") or 0.0
+    elapsed = source.get("elapsed_s") or 0.0
     return {
-        "pipeline": pipeline.name, "mode": "composed" if compose else "separate", "ok": ok,
+        "pipeline": pipeline.name, "source": pipeline.source, "mode": "composed" if compose else "separate", "ok": ok,
         "interrupted": interrupted, "wall_seconds": round(wall, 2),
         "options": {**asdict(options), "out_dir": str(options.out_dir)},
-        "frames_published": camera.get("out", 0),
-        "camera_seconds": elapsed,
+        "frames_published": source.get("out", 0),
+        "source_seconds": elapsed,
         "frames_checked": {name: r["checked"] for name, r in consumers.items()},
         "fps": {name: round(r["checked"] / elapsed, 2) if elapsed else None
-                for name, r in {"camera": {"checked": camera.get("out", 0)}, **consumers}.items()},
+                for name, r in {pipeline.source: {"checked": source.get("out", 0)}, **consumers}.items()},
         "latency_ms": {name: r["latency_ms_total"] for name, r in consumers.items()},
         "same_process_reads": {name: r.get("same_process_reads") for name, r in consumers.items()},
         "exit_codes": codes,
@@ -324,9 +330,9 @@ def write_summary(summary: dict[str, Any], out_dir: Path) -> Path:
 def print_outcome(summary: dict[str, Any], stream: IO[str] = sys.stdout) -> None:
     """The few lines that say what happened."""
     prefix = summary["pipeline"]
-    camera_fps = summary["fps"].get("camera")
+    source_fps = summary["fps"].get(summary["source"])
     stream.write(f"{prefix}: {summary['frames_published']} frames published"
-                 f"{f' ({camera_fps:.1f} fps)' if camera_fps else ''} in a run of {summary['wall_seconds']:.1f} s; "
+                 f"{f' ({source_fps:.1f} fps)' if source_fps else ''} in a run of {summary['wall_seconds']:.1f} s; "
                  f"checked at each consumer: {', '.join(f'{k} {v}' for k, v in summary['frames_checked'].items())}\n")
     for name, latency in summary["latency_ms"].items():
         fps = summary["fps"].get(name)
@@ -342,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("pipeline", choices=sorted(PIPELINES), help="which pipeline")
     add_run_arguments(parser)
     args = parser.parse_args(argv)
-    options, why = options_from(parser, args)
+    options, why = options_from(parser, args, args.pipeline)
     pipeline = PIPELINES[args.pipeline](options)
     mode = "composed in one container" if args.compose else "separate processes"
     print(f"{pipeline.name}: {options.width}x{options.height} at {options.fps:g} fps, {mode}, "

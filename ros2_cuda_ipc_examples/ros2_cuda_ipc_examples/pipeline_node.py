@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from std_msgs.msg import String
+
+from ros2_cuda_ipc_core import Ros2CudaIpcError, StaleDescriptorError
 
 from .arrays import ArrayBackend, MemoryChoiceError, backend_for
 
@@ -25,6 +28,7 @@ __all__ = ["STATS_TOPIC", "ParameterError", "PipelineNode"]
 STATS_TOPIC = "pipeline_stats"
 _MAX_LATENCIES = 100_000
 _Value = TypeVar("_Value", int, float, str, bool)
+_KINDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
 
 class ParameterError(ValueError):
@@ -54,7 +58,7 @@ class PipelineNode(Node):
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             return kind(value)
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ParameterError(f"parameter {name} must be a {kind.__name__}, not {value!r}")
+            raise ParameterError(f"parameter {name} must be {_KINDS[kind]}, not {value!r}")
         return value
 
     def backend(self, memory: str) -> ArrayBackend | None:
@@ -66,6 +70,23 @@ class PipelineNode(Node):
                 self.get_logger().error(f"cannot process {memory} frames: {exc}")
                 return None
         return self._backends[memory]
+
+    def read_frame(self, reader: Any, msg: Any, memory: str, work: Callable[[Any, ArrayBackend], None]) -> None:
+        """Lease ``msg``'s frame with ``reader`` on the memory's backend stream and call ``work(view, arrays)``;
+        a stale frame is counted and dropped, any other transport error counted as bad and logged."""
+        self.counts["in"] += 1
+        arrays = self.backend(memory)
+        if arrays is None:
+            self.counts["bad"] += 1
+            return
+        try:
+            with arrays.activate(), reader.read(msg, arrays.stream) as view:
+                work(view, arrays)
+        except StaleDescriptorError:
+            self.counts["stale"] += 1
+        except Ros2CudaIpcError as exc:
+            self.counts["bad"] += 1
+            self.get_logger().warning(f"frame dropped: {exc}", throttle_duration_sec=5.0)
 
     def frame_seen(self, seq: int) -> None:
         """Count frames the camera numbered but this node never got (dropped on the way)."""

@@ -1,8 +1,9 @@
 """The example pipelines, as lists of components: what the runner, the demo and the launch file start.
 
-``fanout``: a camera feeding preprocessing -> inference, an encoder, and a preview (the only
-CPU copy). ``hop``: a camera and one encoder, through ros2_cuda_ipc or through
-``sensor_msgs/Image`` (the copy a process boundary costs without it): the demo's comparison.
+``fanout``: a camera feeding preprocessing -> inference, an encoder, and a preview (the only CPU
+copy). ``lidar``: a LiDAR -> GPU voxel downsampling -> a cloud preview (the only CPU copy).
+``hop``: a camera and one encoder, through ros2_cuda_ipc or through ``sensor_msgs/Image`` (the copy
+a process boundary costs without it): the demo's comparison.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from .container import ComponentSpec
 
-__all__ = ["PIPELINES", "Pipeline", "PipelineOptions", "fanout", "hop"]
+__all__ = ["DEFAULT_SIZES", "PIPELINES", "Pipeline", "PipelineOptions", "fanout", "hop", "lidar"]
 
 _EXAMPLES = "ros2_cuda_ipc_examples::"
 
@@ -40,6 +41,11 @@ class Pipeline:
     @property
     def node_names(self) -> list[str]:
         return [spec.name or spec.plugin for spec in self.components]
+
+    @property
+    def source(self) -> str:
+        """The first node: the one that makes the frames."""
+        return self.node_names[0]
 
 
 def _camera(options: PipelineOptions, subscribers: int, **extra: object) -> ComponentSpec:
@@ -70,4 +76,20 @@ def hop(options: PipelineOptions, transport: str = "ipc") -> Pipeline:
     ])
 
 
-PIPELINES = {"fanout": fanout}
+def lidar(options: PipelineOptions) -> Pipeline:
+    """lidar -> voxel -> preview (writes preview.png, seen from above); width x height is columns x rings."""
+    ns = options.namespace
+    return Pipeline("lidar", [
+        ComponentSpec(f"{_EXAMPLES}SyntheticLidar", "lidar", ns, {
+            "columns": options.width, "rings": options.height, "fps": float(options.fps), "memory": options.memory,
+            "frames": options.frames, "seconds": float(options.seconds), "wait_for_subscribers": 1,
+            "block_count": options.block_count}),
+        ComponentSpec(f"{_EXAMPLES}VoxelDownsample", "voxel", ns, {"block_count": options.block_count}),
+        ComponentSpec(f"{_EXAMPLES}CloudPreview", "preview", ns,
+                      {"snapshot_path": str(options.out_dir.resolve() / "preview.png")}),
+    ])
+
+
+PIPELINES = {"fanout": fanout, "lidar": lidar}
+#: Frame size (width x height; a LiDAR's columns x rings) and rate when none is given.
+DEFAULT_SIZES = {"fanout": ((1920, 1080), 30.0), "lidar": ((1024, 64), 10.0)}

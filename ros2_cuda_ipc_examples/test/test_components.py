@@ -20,6 +20,9 @@ COMPONENTS = {
     "ros2_cuda_ipc_examples::InferenceLike": ("inference", [], []),
     "ros2_cuda_ipc_examples::EncoderLike": ("encoder", [], []),
     "ros2_cuda_ipc_examples::Preview": ("preview", [], []),
+    "ros2_cuda_ipc_examples::SyntheticLidar": ("lidar", ["memory:=host", "rings:=16", "columns:=256"], []),
+    "ros2_cuda_ipc_examples::VoxelDownsample": ("voxel", [], []),
+    "ros2_cuda_ipc_examples::CloudPreview": ("cloud_preview", [], ["preview:=cloud_preview_out"]),
     "ros2_cuda_ipc_image::GpuToImage": ("gpu_to_image", [], ["gpu_image:=image", "image:=image_out"]),
     "ros2_cuda_ipc_image::ImageToGpu": ("image_to_gpu", [], ["image:=image_in", "gpu_image:=gpu_in"]),
 }
@@ -68,12 +71,13 @@ def test_all_components_in_one_container_stop_on_sigint(node):
         time.sleep(1.0)
         code, _, err = interrupt(container)
         assert_clean_stop(code, err, "container")
-        assert err.count("loaded ros2_cuda_ipc_examples::") == 5
+        assert err.count("loaded ros2_cuda_ipc_examples::") == 8
     finally:
         container.kill()
 
 
-@pytest.mark.parametrize("module", ["camera", "preprocess", "inference", "encoder", "preview"])
+@pytest.mark.parametrize("module", ["camera", "preprocess", "inference", "encoder", "preview", "lidar", "voxel_node",
+                                    "cloud_preview"])
 def test_console_entry_prints_its_documentation(module):
     out = subprocess.run([sys.executable, "-m", f"ros2_cuda_ipc_examples.{module}", "--help"],
                          capture_output=True, text=True, timeout=60)
@@ -89,7 +93,10 @@ def test_console_entry_prints_its_documentation(module):
     ("encoder", ["downscale:=0"], "downscale must be at least 1"),
     ("preview", ["rate:=0.0"], "must be positive"),
     ("preview", ["transport:=zenoh"], "transport 'zenoh' is not one of ipc, sensor_msgs"),
-    ("camera", ["width:=wide"], "width"),
+    ("camera", ["width:=wide"], "parameter width must be an integer, not 'wide'"),
+    ("lidar", ["rings:=0", "memory:=host"], "at least 1 ring and 8 columns"),
+    ("voxel_node", ["voxel:=0.0"], "voxel (0.0) must be positive"),
+    ("cloud_preview", ["margin:=-1.0"], "margin (-1.0) not negative"),
 ])
 def test_bad_parameters_are_one_line_and_exit_code_2(module, params, message):
     out = subprocess.run([sys.executable, "-m", f"ros2_cuda_ipc_examples.{module}", "--ros-args",

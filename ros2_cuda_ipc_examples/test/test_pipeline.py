@@ -16,7 +16,7 @@ import pytest
 from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
 from ros2_cuda_ipc_examples.container import ComponentSpec
 from ros2_cuda_ipc_examples.pipeline import PipelineFailed, run_pipeline
-from ros2_cuda_ipc_examples.pipelines import Pipeline, PipelineOptions, fanout
+from ros2_cuda_ipc_examples.pipelines import Pipeline, PipelineOptions, fanout, lidar
 from ros2_cuda_ipc_examples.png import read_png
 from ros2_cuda_ipc_examples.scene import Probe
 
@@ -69,6 +69,18 @@ def test_fanout_composed_reads_through_the_same_process_path(tmp_path):
         report = summary["nodes"][name]
         assert report["same_process_reads"] == report["reads"] == FRAMES, (name, report)
     assert_preview_shows_the_picture(summary["preview_png"])
+
+
+def test_lidar_composed_checks_every_scan(tmp_path):
+    options = PipelineOptions(width=256, height=16, fps=8.0, memory="host", frames=FRAMES, namespace="/lidar_composed",
+                              out_dir=tmp_path, block_count=8)
+    summary = run_pipeline(lidar(options), options, compose=True, stream=None)
+    assert summary["ok"] and summary["source"] == "lidar" and summary["frames_published"] == FRAMES, summary
+    for name in ("voxel", "preview"):
+        report = summary["nodes"][name]
+        assert (report["checked"], report["bad"], report["stale"], report["lost"]) == (FRAMES, 0, 0, 0), (name, report)
+        assert report["same_process_reads"] == report["reads"] == FRAMES
+    assert read_png(summary["preview_png"]).shape == (480, 480, 3)
 
 
 def test_a_failing_node_is_reported_at_once(tmp_path):
@@ -149,7 +161,7 @@ def test_fanout_on_cuda(tmp_path, width, height, compose):
     options = PipelineOptions(width=width, height=height, fps=30.0, memory="cuda", frames=frames,
                               namespace=f"/fanout_cuda_{height}_{int(compose)}", out_dir=tmp_path, block_count=4)
     summary = run_pipeline(fanout(options), options, compose=compose, stream=None)
-    print(json.dumps({k: summary[k] for k in ("mode", "camera_seconds", "fps", "latency_ms", "same_process_reads")}))
+    print(json.dumps({k: summary[k] for k in ("mode", "source_seconds", "fps", "latency_ms", "same_process_reads")}))
     assert summary["ok"] and summary["frames_published"] == frames
     for name in CONSUMERS:
         report = summary["nodes"][name]
@@ -160,3 +172,18 @@ def test_fanout_on_cuda(tmp_path, width, height, compose):
     assert pixels.shape == (height, width, 3)
     probe = Probe.for_image(height, width)
     assert probe.check(pixels[probe.ys, probe.xs])[1]
+
+
+@pytest.mark.skipif(_gpu_skip_reason() is not None, reason=str(_gpu_skip_reason()))
+@pytest.mark.parametrize("compose", [False, True], ids=["separate", "composed"])
+def test_lidar_on_cuda(tmp_path, compose):
+    frames = 50
+    options = PipelineOptions(width=2048, height=128, fps=10.0, memory="cuda", frames=frames,
+                              namespace=f"/lidar_cuda_{int(compose)}", out_dir=tmp_path)
+    summary = run_pipeline(lidar(options), options, compose=compose, stream=None)
+    print(json.dumps({k: summary[k] for k in ("mode", "source_seconds", "fps", "latency_ms", "same_process_reads")}))
+    assert summary["ok"] and summary["frames_published"] == frames
+    for name in ("voxel", "preview"):
+        report = summary["nodes"][name]
+        assert report["bad"] == 0 and report["checked"] >= 0.9 * frames, (name, report)
+    assert read_png(summary["preview_png"]).shape == (480, 480, 3)

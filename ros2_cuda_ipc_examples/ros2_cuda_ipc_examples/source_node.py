@@ -1,0 +1,74 @@
+"""``SourceNode``: a pipeline's first node, which makes frames on a timer: pacing, limits and a clean start.
+
+Parameters: ``fps``, ``frames`` (0: no limit), ``seconds`` (0: no limit), ``wait_for_subscribers``
+(start once this many subscribe to ``output_topic``) and ``start_delay`` (then wait this long more,
+so the rest of the pipeline is connected too). Once done, the node idles and keeps reporting.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .pipeline_node import ParameterError, PipelineNode
+
+__all__ = ["SourceNode"]
+
+
+class SourceNode(PipelineNode):
+    """Subclasses implement :meth:`emit` (make and publish one frame; False if none could be sent this tick)."""
+
+    #: The topic whose subscribers ``wait_for_subscribers`` counts.
+    output_topic = "image"
+
+    def __init__(self, default_name: str, *, default_fps: float, **kwargs: Any) -> None:
+        super().__init__(default_name, **kwargs)
+        fps = self.parameter("fps", default_fps)
+        self.frames = self.parameter("frames", 0)
+        self.seconds = self.parameter("seconds", 0.0)
+        self.wait_for_subscribers = self.parameter("wait_for_subscribers", 0)
+        self.start_delay = self.parameter("start_delay", 1.0)
+        if fps <= 0 or self.frames < 0 or self.seconds < 0 or self.start_delay < 0 or self.wait_for_subscribers < 0:
+            raise ParameterError(f"fps ({fps}) must be positive, frames ({self.frames}), seconds ({self.seconds}), "
+                                 f"start_delay ({self.start_delay}) and wait_for_subscribers not negative")
+        self.fps = fps
+        resolve = getattr(self, "resolve_topic_name", None)  # rclpy newer than Humble's first releases
+        self._topic = resolve(self.output_topic) if resolve is not None else self.output_topic
+        self.seq = 0
+        self._started: float | None = None
+        self._ready_at: float | None = None
+        self._elapsed = 0.0
+
+    def start_timer(self) -> None:
+        """Call at the end of the subclass's constructor, once it can emit."""
+        self.create_timer(1.0 / self.fps, self._tick)
+
+    def emit(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def done(self) -> bool:
+        """Whether the source has sent its ``frames`` or run its ``seconds``."""
+        if self.frames and self.seq >= self.frames:
+            return True
+        return bool(self.seconds and self._started is not None and time.monotonic() - self._started >= self.seconds)
+
+    def _subscribers_ready(self) -> bool:
+        if self._ready_at is None:
+            if self.count_subscribers(self._topic) < self.wait_for_subscribers:
+                return False
+            self._ready_at = time.monotonic() + (self.start_delay if self.wait_for_subscribers else 0.0)
+        return time.monotonic() >= self._ready_at
+
+    def _tick(self) -> None:
+        if self.done or not self._subscribers_ready():
+            return
+        if self._started is None:
+            self._started = time.monotonic()
+        if self.emit():
+            self.seq += 1
+            self.counts["out"] += 1
+            self._elapsed = round(time.monotonic() - self._started, 3)  # first frame to the last one sent
+
+    def extra_stats(self) -> dict[str, Any]:
+        return {"source": True, "done": self.done, "elapsed_s": self._elapsed}

@@ -1,0 +1,103 @@
+"""``VoxelDownsample``: each LiDAR scan to the centroids of its occupied voxels, on the GPU where it lies.
+
+    ros2 run ros2_cuda_ipc_examples voxel_downsample --ros-args -p voxel:=0.25
+
+Reads ``points`` (``GpuPointCloud2``) as a tensor of the publisher's own memory
+(``torch.from_dlpack(view.xyz)``), checks the scan against its number, averages the points of every
+occupied ``voxel``-metre cell (torch; numpy on host memory without torch) and publishes the centroids
+as an unorganized ``xyzi`` cloud on ``downsampled``, the intensity of each the scan number.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from std_msgs.msg import Header
+
+from ros2_cuda_ipc_msgs.msg import BufferCore, GpuPointCloud2
+from ros2_cuda_ipc_pointcloud import PointCloudPublisher, PointCloudReader, numpy_voxel_downsample, voxel_downsample
+
+from .arrays import ArrayBackend
+from .lidar_scene import LidarProbe
+from .pipeline_node import ParameterError, PipelineNode
+from .run_component import run_component
+
+__all__ = ["VoxelDownsample", "main"]
+
+
+class VoxelDownsample(PipelineNode):
+    """``points`` -> voxel centroids on ``downsampled``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("voxel_downsample", **kwargs)
+        self.clouds: PointCloudPublisher | None = None
+        self.voxel = self.parameter("voxel", 0.25)
+        self.block_count = self.parameter("block_count", 4)
+        if self.voxel <= 0 or self.block_count < 2:
+            raise ParameterError(f"voxel ({self.voxel}) must be positive and block_count ({self.block_count}) at least 2")
+        self.reader = PointCloudReader()
+        self.busy = 0
+        self._probes: dict[tuple[int, int], LidarProbe] = {}
+        self.create_subscription(GpuPointCloud2, "points", self._on_cloud, 10)
+
+    def _on_cloud(self, msg: GpuPointCloud2) -> None:
+        memory = "cuda" if msg.core.memory == BufferCore.MEMORY_CUDA else "host"
+        self.read_frame(self.reader, msg, memory, lambda view, arrays: self._work(view, arrays, msg.header))
+
+    def _work(self, view: Any, arrays: ArrayBackend, header: Header) -> None:
+        xyz = arrays.wrap(view.xyz)
+        intensity = arrays.wrap(view.field("intensity")).reshape(-1)
+        key = (view.height, view.width)
+        if key not in self._probes:
+            self._probes[key] = LidarProbe.for_scan(*key)
+        probe = self._probes[key]
+        index = arrays.upload(probe.rings_index * view.width + probe.columns_index)
+        if arrays.name == "torch":
+            centroids, _ = voxel_downsample(xyz, self.voxel)
+        else:  # numpy on host memory (and a host copy for cupy, which the example does not voxelize itself)
+            centroids = arrays.upload(numpy_voxel_downsample(np.asarray(arrays.download(xyz)), self.voxel)[0])
+        sampled = np.concatenate([arrays.download(xyz[index]), arrays.download(intensity[index])[:, None]], axis=1)
+        seq, good = probe.check(sampled)
+        self.frame_seen(seq)
+        self.counts["checked" if good else "bad"] += 1
+        if good:
+            self._publish(centroids, seq, header, arrays, capacity=view.point_count)
+        self.latency_from(header.stamp)
+
+    def _publish(self, centroids: Any, seq: int, header: Header, arrays: ArrayBackend, capacity: int) -> None:
+        memory = "cuda" if arrays.on_gpu else "host"
+        if self.clouds is None or self.clouds.pool.memory != memory or self.clouds.layout.width < capacity:
+            if self.clouds is not None:
+                self.clouds.close()
+            self.clouds = PointCloudPublisher(self, "downsampled", fields="xyzi", width=capacity,
+                                              block_count=self.block_count, memory=memory)  # type: ignore[arg-type]
+        frame = self.clouds.borrow()
+        if frame is None:
+            self.busy += 1  # the preview still holds every block: this scan is not passed on
+            return
+        count = len(centroids)
+        with frame:
+            arrays.wrap(frame.xyz)[:count] = centroids
+            arrays.wrap(frame.field("intensity"))[:count] = float(seq)
+            frame.publish(arrays.stream, header, width=count, is_dense=True)
+        self.counts["out"] += 1
+
+    def extra_stats(self) -> dict[str, Any]:
+        stats = self.reader.stats()
+        return {"reads": stats["reads"], "same_process_reads": stats["same_process_reads"],
+                "leases_held": stats["leases_held"], "acquire_misses": self.busy}
+
+    def destroy_node(self) -> None:
+        if getattr(self, "clouds", None) is not None:
+            self.clouds.close()  # type: ignore[union-attr]
+            self.clouds = None
+        super().destroy_node()
+
+
+def main(argv: list[str] | None = None) -> None:
+    raise SystemExit(run_component(VoxelDownsample, argv))
+
+
+if __name__ == "__main__":
+    main()
