@@ -7,6 +7,7 @@ import pytest
 from sensor_msgs.msg import Image
 from setters import checking, values_given_to_setter
 
+from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
 from ros2_cuda_ipc_image import ENCODINGS, ImagePublisher, ImageReader, publish_image_msg, to_image_msg
 
 
@@ -66,6 +67,51 @@ def test_publish_array_copies_once_and_checks_shape(node):
             assert view.strides == (64, 3, 1)
         with pytest.raises(ValueError, match="this publisher sends"):
             pub.publish_array(np.zeros((4, 5, 3), np.uint8))
+
+
+MEMORIES = ["host", pytest.param("cuda", marks=pytest.mark.skipif(unavailable_reason(0) is not None,
+                                                                  reason=f"needs a CUDA GPU: {unavailable_reason(0)}"))]
+
+
+def padded_image(encoding: str, width: int, height: int, padding: int) -> tuple[Image, np.ndarray]:
+    """A random image whose rows carry ``padding`` extra bytes, and its pixels."""
+    dtype, channels = ENCODINGS[encoding]
+    pixels = np.random.default_rng(5).integers(0, 256, size=(height, width * channels * dtype.itemsize), dtype=np.uint8)
+    msg = Image(height=height, width=width, encoding=encoding, step=pixels.shape[1] + padding)
+    msg.header.frame_id = "padded"
+    msg.data = array.array("B", np.pad(pixels, ((0, 0), (0, padding)), constant_values=0xEE).tobytes())
+    return msg, pixels
+
+
+@pytest.mark.parametrize("memory", MEMORIES)
+@pytest.mark.parametrize("encoding", ["rgba8", "mono16", "16SC2", "64FC1"])
+def test_padded_image_of_the_publishers_geometry_is_repacked_to_its_stride(node, encoding, memory):
+    msg, pixels = padded_image(encoding, width=53, height=37, padding=24)
+    with ImagePublisher(node, f"bridge_repack_{encoding}", width=53, height=37, encoding=encoding, memory=memory) as pub:
+        assert len(msg.data) > pub.pool.block_size  # the padded rows would not fit a block
+        sent = publish_image_msg(pub, msg)
+        assert sent is not None and list(sent.strides) == list(pub.layout.strides)
+        assert sent.encoding == encoding and sent.header.frame_id == "padded"
+        with ImageReader().read(sent) as view:
+            back = to_image_msg(view)
+    assert back.step == pixels.shape[1]
+    np.testing.assert_array_equal(np.frombuffer(back.data, np.uint8).reshape(pixels.shape), pixels)
+
+
+def test_padded_image_that_fits_keeps_its_step(node):
+    msg, _ = padded_image("rgba8", width=53, height=37, padding=24)
+    with ImagePublisher(node, "bridge_keep_step", width=53, height=37, encoding="rgba8", row_alignment=512,
+                        memory="host") as pub, ImageReader().read(publish_image_msg(pub, msg)) as view:
+        assert view.strides[0] == msg.step
+        back = to_image_msg(view)
+    assert back.step == msg.step and bytes(back.data) == bytes(msg.data)
+
+
+def test_image_too_big_for_the_publisher_and_of_another_geometry_is_refused(node):
+    msg, _ = padded_image("rgba8", width=60, height=37, padding=24)
+    with ImagePublisher(node, "bridge_other_geometry", width=53, height=37, encoding="rgba8", memory="host") as pub, \
+            pytest.raises(ValueError, match=r"60x37 rgba8 image with step 264 \(9768 bytes\) does not fit .* not its 53x37"):
+        publish_image_msg(pub, msg)
 
 
 def test_to_image_msg_gives_data_in_the_type_checking_setters_keep_as_is(node):
