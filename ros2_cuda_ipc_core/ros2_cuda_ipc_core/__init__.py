@@ -17,6 +17,7 @@ from .errors import (
     Ros2CudaIpcError,
     StaleDescriptorError,
 )
+from .message_bytes import message_bytes
 from .pool import BlockManager, MemoryKind
 from .publish_block import PublishBlock
 from .read_handle import ReadHandle
@@ -69,6 +70,7 @@ __all__ = [
     "UploadBridge",
     "copy_rows",
     "copy_strided",
+    "message_bytes",
     "run_nodes",
     "run_tool",
     "strided_source",
