@@ -1,5 +1,8 @@
 """run_nodes: a stop that lands while the nodes are being made is a clean stop; a real error is not hidden."""
 
+import subprocess
+import sys
+
 import pytest
 import rclpy
 from std_msgs.msg import String
@@ -25,3 +28,27 @@ def test_an_error_while_the_nodes_are_made_is_raised():
     with pytest.raises(RuntimeError, match="a bad parameter"):
         run_nodes(make_nodes)
     assert not rclpy.ok()
+
+
+# A real signal while the nodes are made: rclpy's handler shuts its context down before the node is
+# created (rclpy then raises RCLError or NotInitializedException), or Python raises KeyboardInterrupt.
+SIGNALLED_WHILE_MAKING_NODES = """
+import os, signal, time
+from rclpy.node import Node
+from ros2_cuda_ipc_core import run_nodes
+
+def make_nodes():
+    os.kill(os.getpid(), signal.{signal})
+    time.sleep(0.2)  # rclpy's handler runs; Python may raise KeyboardInterrupt here
+    return [Node("signalled_while_made")]
+
+raise SystemExit(run_nodes(make_nodes))
+"""
+
+
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+def test_a_real_stop_signal_while_the_nodes_are_made(stop):
+    done = subprocess.run([sys.executable, "-c", SIGNALLED_WHILE_MAKING_NODES.format(signal=stop)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
