@@ -10,6 +10,7 @@ Every executable of the workspace goes through :func:`run_nodes` (nodes) or
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
@@ -53,6 +54,16 @@ def run_tool(main: Callable[[], int | None]) -> int:
         return 0
 
 
+def _wait_for_context_shutdown(timeout: float = 0.5) -> None:
+    """On SIGINT, rclpy's signal thread shuts the context down while Python raises KeyboardInterrupt here;
+    destroying the nodes before it is done races that shutdown (a segfault now and then), so let it finish."""
+    import rclpy
+
+    deadline = time.monotonic() + timeout
+    while rclpy.ok() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def run_nodes(make_nodes: Callable[[], Sequence[Node]], *, args: list[str] | None = None,
               executor: Executor | Callable[[], Executor] | None = None) -> int:
     """``rclpy.init``, spin the nodes ``make_nodes`` returns until SIGINT / SIGTERM, then tear down; returns 0.
@@ -73,6 +84,8 @@ def run_nodes(make_nodes: Callable[[], Sequence[Node]], *, args: list[str] | Non
         for node in nodes:
             spinner.add_node(node)
         spinner.spin()
+    except KeyboardInterrupt:
+        _wait_for_context_shutdown()
     except _stop_exceptions():
         pass
     except Exception:
