@@ -2,8 +2,10 @@
 #   make setup      .venv + ROS 2 wheels + colcon build (idempotent; seconds when nothing changed)
 #   make demo       setup, then the end-to-end demo
 #   make test       setup, then ruff, mypy and every package's tests
+#   make lint | mypy | pytest   one step of 'make test', without the setup (PYTEST_ARGS="..." for pytest)
 #   make wheelhouse download every wheel for an offline machine
-# Knobs: ROS_DISTRO=kilted|jazzy  PYTHON=python3  VENV=.venv  WHEELHOUSE=dir  INTO_ENV=1
+#   make clean      delete .venv, build, install, log and .workspace
+# Knobs: ROS_DISTRO=kilted|jazzy  PYTHON=python3 (3.10-3.12)  VENV=.venv  WHEELHOUSE=dir  INTO_ENV=1
 #        PYTHON_VERSION=3.10|3.11|3.12 and WHEELHOUSE_EXCLUDE="numpy ..." for 'make wheelhouse'
 
 SHELL := /bin/bash
