@@ -33,6 +33,7 @@ setup(
             "synthetic_lidar = ros2_cuda_ipc_examples.lidar:main",
             "voxel_downsample = ros2_cuda_ipc_examples.voxel_node:main",
             "cloud_preview = ros2_cuda_ipc_examples.cloud_preview:main",
+            "soak = ros2_cuda_ipc_examples.soak:main",
         ],
         "ros2_cuda_ipc.components": [
             "ros2_cuda_ipc_examples::SyntheticCamera = ros2_cuda_ipc_examples.camera:SyntheticCamera",

@@ -1,0 +1,63 @@
+"""The soak tool: a one-minute run on host memory in CI, its frame check, its arguments, and its Ctrl-C."""
+
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from ros2_cuda_ipc_examples.soak import check_pattern, fill_pattern, parse_args
+
+SOAK = [sys.executable, "-m", "ros2_cuda_ipc_examples.soak"]
+
+
+@pytest.mark.timeout(240)
+def test_one_minute_soak_on_host_memory_passes():
+    out = subprocess.run([*SOAK, "--minutes", "1", "--memory", "host", "--seed", "7"],
+                         capture_output=True, text=True, timeout=220)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "soak: OK" in out.stdout and "FAIL" not in out.stdout
+    readers = re.search(r"^reader +(\d+) +(\d+) +verified (\d+) +corrupt (\d+)", out.stdout, re.MULTILINE)
+    publishers = re.search(r"^publisher +(\d+) +(\d+) +published (\d+)", out.stdout, re.MULTILINE)
+    assert readers and publishers, out.stdout
+    started, killed, verified, corrupt = map(int, readers.groups())
+    assert killed >= 8 and started == killed + 3 and verified > 1000 and corrupt == 0
+    assert int(publishers.group(2)) >= 1  # the publisher was killed and came back with a new pool
+    for metric in ("fds", "rss_mib", "leases_held", "pools_open"):
+        assert re.search(rf"^{metric} +reader .* ok$", out.stdout, re.MULTILINE), out.stdout
+
+
+@pytest.mark.timeout(120)
+def test_sigterm_ends_the_soak_with_its_table_and_status_0():
+    soak = subprocess.Popen([*SOAK, "--minutes", "5", "--memory", "host"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(12)
+    soak.send_signal(signal.SIGTERM)
+    out, err = soak.communicate(timeout=60)
+    assert soak.returncode == 0, out + err
+    assert "stopped by Ctrl-C" in out and "role" in out and "Traceback" not in err
+
+
+def test_the_frame_check_finds_any_changed_word():
+    words, ramp, scratch = np.empty(1000, np.uint64), np.arange(998, dtype=np.uint64), np.empty(998, np.uint64)
+    fill_pattern(words, 41, ramp)
+    assert check_pattern(words, ramp, scratch) is None
+    for index in (1, 2, 500, 999):
+        bad = words.copy()
+        bad[index] ^= np.uint64(1 << 40)
+        assert check_pattern(bad, ramp, scratch) is not None
+    older = words.copy()
+    fill_pattern(older, 40, ramp)
+    older[0] = 41  # another frame's bytes under this frame's number
+    assert "frame 41" in check_pattern(older, ramp, scratch)
+
+
+@pytest.mark.parametrize("argv", [["--minutes", "0"], ["--readers", "0"], ["--rate", "-1"], ["--size-mib", "0"],
+                                  ["--memory", "gpu"], ["--publisher-kill-every", "0"]])
+def test_bad_arguments_are_refused(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        parse_args(argv)
+    assert info.value.code == 2 and "error" in capsys.readouterr().err
