@@ -26,6 +26,7 @@ import json
 import os
 import queue
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -270,7 +271,7 @@ class Soak:
         self.out = out
         self.live_line = out.isatty()
         self.topic = f"ros2_cuda_ipc_soak_{os.getpid()}/frames"
-        self.logs = Path(tempfile.mkdtemp(prefix="ros2_cuda_ipc_soak_"))
+        self.logs = Path(tempfile.mkdtemp(prefix="soak_logs_"))  # removed when the run passes
         self.lines: queue.SimpleQueue[tuple[Child, str]] = queue.SimpleQueue()
         self.children: list[Child] = []
         self.totals = {role: Totals() for role in ROLE_COUNTS}
@@ -530,6 +531,8 @@ def supervise(args: argparse.Namespace) -> int:
     soak = Soak(args, sys.stdout)
     interrupted = soak.run()
     passed = soak.report(interrupted)
+    if passed:
+        shutil.rmtree(soak.logs, ignore_errors=True)
     return 0 if passed or interrupted else 1
 
 
