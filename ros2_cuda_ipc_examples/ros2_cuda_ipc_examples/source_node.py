@@ -2,7 +2,8 @@
 
 Parameters: ``fps``, ``frames`` (0: no limit), ``seconds`` (0: no limit), ``wait_for_subscribers``
 (start once this many subscribe to ``output_topic``) and ``start_delay`` (then wait this long more,
-so the rest of the pipeline is connected too). Once done, the node idles and keeps reporting.
+so the rest of the pipeline is connected too), ``memory`` (auto), ``block_count`` (4) and ``frame_id``.
+Once done, the node idles and keeps reporting.
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from std_msgs.msg import Header
+
+from .arrays import ArrayBackend, choose_memory
 from .pipeline_node import ParameterError, PipelineNode
 
 __all__ = ["SourceNode"]
@@ -21,8 +25,11 @@ class SourceNode(PipelineNode):
     #: The topic whose subscribers ``wait_for_subscribers`` counts.
     output_topic = "image"
 
-    def __init__(self, default_name: str, *, default_fps: float, **kwargs: Any) -> None:
+    def __init__(self, default_name: str, *, default_fps: float, default_frame_id: str, **kwargs: Any) -> None:
         super().__init__(default_name, **kwargs)
+        #: The typed publisher (an ``ImagePublisher``, a ``PointCloudPublisher``) the subclass makes; closed with the node.
+        self.output: Any = None
+        self.busy = 0  # ticks with every block still being read
         fps = self.parameter("fps", default_fps)
         self.frames = self.parameter("frames", 0)
         self.seconds = self.parameter("seconds", 0.0)
@@ -32,6 +39,15 @@ class SourceNode(PipelineNode):
             raise ParameterError(f"fps ({fps}) must be positive, frames ({self.frames}), seconds ({self.seconds}), "
                                  f"start_delay ({self.start_delay}) and wait_for_subscribers not negative")
         self.fps = fps
+        self.block_count = self.parameter("block_count", 4)
+        self.frame_id = self.parameter("frame_id", default_frame_id)
+        if self.block_count < 2:
+            raise ParameterError(f"block_count must be at least 2, not {self.block_count}")
+        self.memory, self.memory_reason = choose_memory(self.parameter("memory", "auto"))
+        arrays = self.backend(self.memory)
+        if arrays is None:
+            raise ParameterError(f"no array library for {self.memory} memory")
+        self.arrays: ArrayBackend = arrays
         resolve = getattr(self, "resolve_topic_name", None)  # rclpy newer than Humble's first releases
         self._topic = resolve(self.output_topic) if resolve is not None else self.output_topic
         self.seq = 0
@@ -70,5 +86,19 @@ class SourceNode(PipelineNode):
             self.counts["out"] += 1
             self._elapsed = round(time.monotonic() - self._started, 3)  # first frame to the last one sent
 
+    def header(self) -> Header:
+        """A header stamped now: the time every consumer's latency is measured from."""
+        return Header(stamp=self.get_clock().now().to_msg(), frame_id=self.frame_id)
+
     def extra_stats(self) -> dict[str, Any]:
-        return {"source": True, "done": self.done, "elapsed_s": self._elapsed}
+        stats: dict[str, Any] = {"source": True, "done": self.done, "elapsed_s": self._elapsed, "memory": self.memory,
+                                 "acquire_misses": self.busy}
+        if self.output is not None:
+            stats["leases_held"] = self.output.pool.stats()["blocks_held_by_readers"]
+        return stats
+
+    def destroy_node(self) -> None:
+        if getattr(self, "output", None) is not None:  # unset when the parameters were refused
+            self.output.close()
+            self.output = None
+        super().destroy_node()

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 import time
 
 import pytest
 from processes import interrupt, start, wait_for_nodes
+from rclpy.parameter import Parameter
 
 from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
-from ros2_cuda_ipc_examples.registry import available_components
+from ros2_cuda_ipc_examples.registry import available_components, component_class
+from ros2_cuda_ipc_examples.run_component import CONFIGURATION_ERRORS
 
 #: Each component, its node name here, and the parameters and remappings it starts with on a CPU machine
 #: (the bridge nodes' sensor_msgs topics renamed: one process cannot have two types on one topic).
@@ -76,34 +79,52 @@ def test_all_components_in_one_container_stop_on_sigint(node):
         container.kill()
 
 
-@pytest.mark.parametrize("module", ["camera", "preprocess", "inference", "encoder", "preview", "lidar", "voxel_node",
-                                    "cloud_preview"])
-def test_console_entry_prints_its_documentation(module):
-    out = subprocess.run([sys.executable, "-m", f"ros2_cuda_ipc_examples.{module}", "--help"],
+MODULES = ["camera", "preprocess", "inference", "encoder", "preview", "lidar", "voxel_node", "cloud_preview"]
+
+
+def test_console_entry_prints_its_documentation():
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.camera", "--help"],
                          capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0 and "ros2 run ros2_cuda_ipc_examples" in out.stdout
+    assert out.returncode == 0 and "ros2 run ros2_cuda_ipc_examples synthetic_camera" in out.stdout
 
 
-@pytest.mark.parametrize(("module", "params", "message"), [
-    ("camera", ["fps:=0.0"], "fps (0.0) must be positive"),
-    ("camera", ["width:=10", "memory:=host"], "below the smallest picture"),
-    ("camera", ["memory:=gpu"], "expected 'auto', 'cuda' or 'host'"),
-    ("preprocess", ["dtype:=int8"], "dtype ('int8') one of float32, float16"),
-    ("inference", ["model:=resnet"], "model 'resnet' is not one of tiny"),
-    ("encoder", ["downscale:=0"], "downscale must be at least 1"),
-    ("preview", ["rate:=0.0"], "must be positive"),
-    ("preview", ["transport:=zenoh"], "transport 'zenoh' is not one of ipc, sensor_msgs"),
-    ("camera", ["width:=wide"], "parameter width must be an integer, not 'wide'"),
-    ("lidar", ["rings:=0", "memory:=host"], "at least 1 ring and 8 columns"),
-    ("voxel_node", ["voxel:=0.0"], "voxel (0.0) must be positive"),
-    ("cloud_preview", ["margin:=-1.0"], "margin (-1.0) not negative"),
-])
-def test_bad_parameters_are_one_line_and_exit_code_2(module, params, message):
-    out = subprocess.run([sys.executable, "-m", f"ros2_cuda_ipc_examples.{module}", "--ros-args",
-                          *[arg for param in params for arg in ("-p", param)]],
+@pytest.mark.parametrize("module", MODULES)
+def test_every_node_module_says_how_to_start_it(module):
+    doc = importlib.import_module(f"ros2_cuda_ipc_examples.{module}").__doc__
+    assert "ros2 run ros2_cuda_ipc_examples " in doc
+
+
+BAD_PARAMETERS = [
+    ("SyntheticCamera", {"fps": 0.0}, "fps (0.0) must be positive"),
+    ("SyntheticCamera", {"width": 10, "memory": "host"}, "below the smallest picture"),
+    ("SyntheticCamera", {"memory": "gpu"}, "expected 'auto', 'cuda' or 'host'"),
+    ("SyntheticCamera", {"width": "wide"}, "parameter width must be an integer, not 'wide'"),
+    ("SyntheticCamera", {"block_count": 1, "memory": "host"}, "block_count must be at least 2"),
+    ("Preprocess", {"dtype": "int8"}, "dtype ('int8') one of float32, float16"),
+    ("InferenceLike", {"model": "resnet"}, "model 'resnet' is not one of tiny"),
+    ("EncoderLike", {"downscale": 0}, "downscale must be at least 1"),
+    ("Preview", {"rate": 0.0}, "must be positive"),
+    ("Preview", {"transport": "zenoh"}, "transport 'zenoh' is not one of ipc, sensor_msgs"),
+    ("SyntheticLidar", {"rings": 0, "memory": "host"}, "at least 1 ring and 8 columns"),
+    ("VoxelDownsample", {"voxel": 0.0}, "voxel (0.0) must be positive"),
+    ("CloudPreview", {"margin": -1.0}, "margin (-1.0) not negative"),
+]
+
+
+@pytest.mark.parametrize(("name", "parameters", "message"), BAD_PARAMETERS)
+def test_bad_parameters_are_refused_by_name(node, name, parameters, message):
+    node_class = component_class(f"ros2_cuda_ipc_examples::{name}")
+    with pytest.raises(CONFIGURATION_ERRORS) as refusal:
+        node_class(parameter_overrides=[Parameter(key, value=value) for key, value in parameters.items()])
+    assert message in str(refusal.value)
+
+
+def test_a_refused_parameter_ends_the_process_with_one_line_and_exit_code_2():
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.camera", "--ros-args", "-p", "fps:=0.0"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2, out.stderr
-    assert message in out.stderr and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines() == ["SyntheticCamera: fps (0.0) must be positive, frames (0), seconds (0.0), "
+                                               "start_delay (1.0) and wait_for_subscribers not negative"]
 
 
 @pytest.mark.skipif(unavailable_reason(0) is None, reason="checks the message where there is no usable GPU")
