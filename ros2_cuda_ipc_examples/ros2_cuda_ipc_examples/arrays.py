@@ -6,14 +6,16 @@ do it there, and says in one line what is missing when none can.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from typing import Any
 
 import numpy as np
 
-from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
+from ros2_cuda_ipc_core import BlockManager, CudaUnavailableError
 
-__all__ = ["ArrayBackend", "MemoryChoiceError", "backend_for", "choose_memory", "gpu_array_library"]
+__all__ = ["ArrayBackend", "MemoryChoiceError", "backend_for", "choose_memory", "cuda_unavailable_reason",
+           "gpu_array_library"]
 
 
 class MemoryChoiceError(RuntimeError):
@@ -28,13 +30,23 @@ def gpu_array_library() -> str | None:
     return None
 
 
+@functools.cache
+def cuda_unavailable_reason(device: int = 0) -> str | None:
+    """None when a CUDA pool can be made on ``device`` here, else why not (one line); asked once per process."""
+    try:
+        with BlockManager(1, block_count=1, memory="cuda", device=device):
+            return None
+    except CudaUnavailableError as exc:
+        return str(exc)
+
+
 def choose_memory(requested: str, device: int = 0) -> tuple[str, str]:
     """Resolve 'auto' / 'cuda' / 'host' to ('cuda' | 'host', why); raise MemoryChoiceError if 'cuda' cannot work."""
     if requested not in ("auto", "cuda", "host"):
         raise MemoryChoiceError(f"memory={requested!r}: expected 'auto', 'cuda' or 'host'")
     if requested == "host":
         return "host", "asked for host memory"
-    reason = unavailable_reason(device)
+    reason = cuda_unavailable_reason(device)
     library = gpu_array_library()
     if reason is None and library is None:
         reason = "CUDA works here, but neither torch nor cupy is installed to compute on it (pip install torch)"

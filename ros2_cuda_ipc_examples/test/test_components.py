@@ -11,7 +11,7 @@ import pytest
 from processes import interrupt, start, wait_for_nodes
 from rclpy.parameter import Parameter
 
-from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
+from ros2_cuda_ipc_examples.arrays import cuda_unavailable_reason as unavailable_reason
 from ros2_cuda_ipc_examples.registry import available_components, component_class
 from ros2_cuda_ipc_examples.run_component import CONFIGURATION_ERRORS
 

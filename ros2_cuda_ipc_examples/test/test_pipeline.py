@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
 from ros2_cuda_ipc_examples import demo
+from ros2_cuda_ipc_examples.arrays import cuda_unavailable_reason as unavailable_reason
 from ros2_cuda_ipc_examples.container import ComponentSpec
 from ros2_cuda_ipc_examples.pipeline import PipelineFailed, run_pipeline
 from ros2_cuda_ipc_examples.pipelines import Pipeline, PipelineOptions, fanout, lidar
