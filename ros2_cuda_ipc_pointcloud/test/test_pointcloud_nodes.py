@@ -8,6 +8,7 @@ import time
 import pytest
 import rclpy
 from cloud_samples import SAMPLES, cloud_msg, sample_bytes
+from rcl_interfaces.srv import ListParameters
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import PointCloud2
 from spinning import spin_until
@@ -92,6 +93,22 @@ def test_gpu_to_pointcloud2_downloads_nothing_without_subscribers(node):
             bridge.destroy_node()
 
 
+def wait_until_answering(node, name: str, proc: subprocess.Popen, timeout: float = 60.0) -> bool:
+    """Until the node ``name`` answers a parameter request: it is made and spinning (a signal that lands while rclpy
+    is still creating its publishers can crash rclpy itself, which is not what these tests are about)."""
+    client = node.create_client(ListParameters, f"/{name}/list_parameters")
+    try:
+        deadline = time.monotonic() + timeout
+        while proc.poll() is None and time.monotonic() < deadline:
+            if client.wait_for_service(timeout_sec=0.1):
+                future = client.call_async(ListParameters.Request())
+                rclpy.spin_until_future_complete(node, future, timeout_sec=max(0.0, deadline - time.monotonic()))
+                return future.done()
+        return False
+    finally:
+        node.destroy_client(client)
+
+
 @pytest.mark.parametrize(("main", "name"), [("gpu_to_pointcloud2_main", "gpu_to_pointcloud2"),
                                             ("pointcloud2_to_gpu_main", "pointcloud2_to_gpu")])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -101,10 +118,7 @@ def test_executables_end_on_a_signal_with_exit_0_and_no_traceback(node, main, na
     proc = subprocess.Popen([sys.executable, "-c", code, "--ros-args", "-r", f"__node:={name}"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while name not in node.get_node_names() and proc.poll() is None and time.monotonic() < deadline:
-            rclpy.spin_once(node, timeout_sec=0.1)
-        assert name in node.get_node_names(), f"{name} never appeared in the ROS graph"
+        assert wait_until_answering(node, name, proc), f"{name} never answered"
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=20)
     finally:
