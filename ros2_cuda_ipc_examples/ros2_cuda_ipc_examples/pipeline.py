@@ -32,8 +32,7 @@ from .arrays import MemoryChoiceError, choose_memory
 from .container import ComponentSpec
 from .live_table import StatsTable
 from .pipeline_node import STATS_TOPIC
-from .pipelines import DEFAULT_SIZES, PIPELINES, Pipeline, PipelineOptions
-from .scene import MIN_HEIGHT, MIN_WIDTH
+from .pipelines import DEFAULT_SIZES, MIN_SIZES, PIPELINES, Pipeline, PipelineOptions
 
 __all__ = ["PipelineFailed", "add_run_arguments", "main", "options_from", "positive_number", "print_outcome", "run_pipeline",
            "write_summary"]
@@ -68,8 +67,6 @@ def parse_size(text: str) -> tuple[int, int]:
     width, sep, height = text.lower().partition("x")
     if not sep or not width.isdigit() or not height.isdigit():
         raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(SIZES)} or WIDTHxHEIGHT")
-    if int(width) < MIN_WIDTH or int(height) < MIN_HEIGHT:
-        raise argparse.ArgumentTypeError(f"{text} is below the smallest picture, {MIN_WIDTH}x{MIN_HEIGHT}")
     return int(width), int(height)
 
 
@@ -99,6 +96,10 @@ def options_from(parser: argparse.ArgumentParser, args: argparse.Namespace,
     """The options, with the memory resolved (and why); a CUDA request that cannot work is a usage error, now."""
     default_size, default_fps = DEFAULT_SIZES[pipeline]
     size, fps = args.size or default_size, args.fps or default_fps
+    smallest = MIN_SIZES[pipeline]
+    if size[0] < smallest[0] or size[1] < smallest[1]:
+        parser.error(f"argument --size: {size[0]}x{size[1]} is below the smallest {pipeline} frame, "
+                     f"{smallest[0]}x{smallest[1]}")
     try:
         memory, why = choose_memory(args.memory)
     except MemoryChoiceError as exc:
@@ -338,7 +339,7 @@ def print_outcome(summary: dict[str, Any], stream: IO[str] = sys.stdout) -> None
         fps = summary["fps"].get(name)
         rate = f"{fps:5.1f} fps checked, " if fps is not None else ""
         if latency["n"]:
-            stream.write(f"{prefix}: {name:<10} {rate}latency from the camera's stamp p50 {latency['p50']:.1f} ms, "
+            stream.write(f"{prefix}: {name:<10} {rate}latency from the {summary['source']}'s stamp p50 {latency['p50']:.1f} ms, "
                          f"p99 {latency['p99']:.1f} ms ({latency['n']} frames)\n")
 
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .container import ComponentSpec
+from .scene import MIN_HEIGHT, MIN_WIDTH
 
-__all__ = ["DEFAULT_SIZES", "PIPELINES", "Pipeline", "PipelineOptions", "fanout", "hop", "lidar"]
+__all__ = ["DEFAULT_SIZES", "MIN_SIZES", "PIPELINES", "Pipeline", "PipelineOptions", "fanout", "hop", "lidar"]
 
 _EXAMPLES = "ros2_cuda_ipc_examples::"
 
@@ -91,5 +92,6 @@ def lidar(options: PipelineOptions) -> Pipeline:
 
 
 PIPELINES = {"fanout": fanout, "lidar": lidar}
-#: Frame size (width x height; a LiDAR's columns x rings) and rate when none is given.
+#: Frame size (width x height; a LiDAR's columns x rings) and rate when none is given, and the smallest size.
 DEFAULT_SIZES = {"fanout": ((1920, 1080), 30.0), "lidar": ((1024, 64), 10.0)}
+MIN_SIZES = {"fanout": (MIN_WIDTH, MIN_HEIGHT), "lidar": (8, 1)}

@@ -127,7 +127,7 @@ def test_ctrl_c_stops_the_pipeline_with_exit_code_0_and_writes_the_summary(tmp_p
     (["--frames", "-1"], "argument --frames: must be positive, not -1"),
     (["--rate", "0"], "argument --fps/--rate: must be positive, not 0"),
     (["--size", "0"], "'0' is not one of 480p, 720p, 1080p, 4k or WIDTHxHEIGHT"),
-    (["--size", "10x10"], "10x10 is below the smallest picture, 96x64"),
+    (["--size", "10x10"], "argument --size: 10x10 is below the smallest fanout frame, 96x64"),
     (["--seconds", "nan?"], "'nan?' is not a number"),
     (["--blocks", "1"], "a pool needs at least 2 blocks"),
     (["--hop-seconds", "0"], "argument --hop-seconds: must be positive"),
