@@ -86,8 +86,10 @@ def padded_image(encoding: str, width: int, height: int, padding: int) -> tuple[
 @pytest.mark.parametrize("memory", MEMORIES)
 @pytest.mark.parametrize("encoding", ["rgba8", "mono16", "16SC2", "64FC1"])
 def test_padded_image_of_the_publishers_geometry_is_repacked_to_its_stride(node, encoding, memory):
-    msg, pixels = padded_image(encoding, width=53, height=37, padding=24)
     with ImagePublisher(node, f"bridge_repack_{encoding}", width=53, height=37, encoding=encoding, memory=memory) as pub:
+        # Rows padded so that the image overflows a block (pages on host memory, 2 MiB on CUDA), in whole elements.
+        overflow = -(-(pub.pool.block_size + 1) // 37) - 53 * pub.layout.strides[1]
+        msg, pixels = padded_image(encoding, width=53, height=37, padding=-(-max(24, overflow) // 8) * 8)
         assert len(msg.data) > pub.pool.block_size  # the padded rows would not fit a block
         sent = publish_image_msg(pub, msg)
         assert sent is not None and list(sent.strides) == list(pub.layout.strides)
