@@ -6,9 +6,7 @@ current context; reading a block of GPU 1 must not switch a caller working on GP
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Iterator
 from typing import Any
 
 from .cuda_driver import driver_call, require_cuda
@@ -29,25 +27,34 @@ def primary_context(device: int) -> Any:
     return driver_call(cu.cuDevicePrimaryCtxRetain, driver_call(cu.cuDeviceGet, device))
 
 
-@contextlib.contextmanager
-def on_device(device: int) -> Iterator[None]:
+class on_device:  # lower case: used like the context-manager function it replaced
     """Run driver calls in ``device``'s primary context and leave the caller's current context as it was
-    (torch and cupy follow the thread's current context: reading from GPU 1 must not switch them to it)."""
-    cu = driver()
-    ctx = primary_context(device)
-    current = int(driver_call(cu.cuCtxGetCurrent))
-    if current == int(ctx):
-        yield
-        return
-    if current == 0 and device == 0:  # what the runtime would make current itself: keep it, skip push/pop
-        driver_call(cu.cuCtxSetCurrent, ctx)
-        yield
-        return
-    driver_call(cu.cuCtxPushCurrent, ctx)
-    try:
-        yield
-    finally:
-        cu.cuCtxPopCurrent()
+    (torch and cupy follow the thread's current context: reading from GPU 1 must not switch them to it).
+
+    A class rather than a generator context manager: it runs several times for every frame read.
+    """
+
+    __slots__ = ("_ctx", "_device", "_pushed")
+
+    def __init__(self, device: int) -> None:
+        self._device = device
+        self._ctx = primary_context(device)
+        self._pushed = False
+
+    def __enter__(self) -> None:
+        cu = driver()
+        current = int(driver_call(cu.cuCtxGetCurrent))
+        if current == int(self._ctx):
+            return
+        if current == 0 and self._device == 0:  # what the runtime would make current itself: keep it, no push/pop
+            driver_call(cu.cuCtxSetCurrent, self._ctx)
+            return
+        driver_call(cu.cuCtxPushCurrent, self._ctx)
+        self._pushed = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pushed:
+            driver().cuCtxPopCurrent()
 
 
 def make_current(device: int) -> None:

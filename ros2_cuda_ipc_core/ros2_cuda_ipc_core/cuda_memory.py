@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .collected import when_collected
 from .cuda_array import CudaArray
 from .cuda_context import driver, on_device
 from .cuda_driver import driver_call, require_cuda
@@ -111,19 +112,23 @@ class _CudaBlocks:
     def address(self, offset: int) -> int:
         return self.base_address + offset
 
-    def view(self, start: int, limit: int, shape: Sequence[int], dtype: Any,
-             strides: Sequence[int] | None, offset: int = 0) -> CudaArray:
+    def view(self, start: int, limit: int, shape: Sequence[int], dtype: Any, strides: Sequence[int] | None,
+             offset: int = 0, ready: bool = False, ordered_stream: int | None = None) -> CudaArray:
+        """A view of ``[start, start + limit)``.  A reader's view orders a consumer's stream after the producer
+        on export, unless the producer's writes had finished when it was read (``ready``) or the consumer
+        uses ``ordered_stream``, the stream the read already ordered."""
         from .views import check_layout
 
         dtype = np.dtype(dtype)
         shape, strides = check_layout(shape, strides, dtype.itemsize, offset, limit)
+        order_on = None if ready else self._order_after(start, ordered_stream)
         array = CudaArray(self.base_address + start + offset, shape, strides, dtype, self.device, self.readonly,
-                          self, self._order_after(start))
+                          self, order_on)
         self.retain()
-        weakref.finalize(array, self.drop)
+        when_collected(array, self.drop)
         return array
 
-    def _order_after(self, start: int) -> Callable[[int], None] | None:
+    def _order_after(self, start: int, ordered_stream: int | None) -> Callable[[int], None] | None:
         return None
 
 
@@ -240,19 +245,24 @@ class ImportedCudaMemory(_CudaBlocks):
         self._events[block_id] = (handle, event)
         return event
 
-    def wait_ready(self, desc: Descriptor, stream: int) -> None:
-        """Make ``stream`` wait for the producer's writes to the block; the host does not wait."""
+    def wait_ready(self, desc: Descriptor, stream: int) -> bool:
+        """Make ``stream`` wait for the producer's writes to the block; the host does not wait.
+
+        Returns whether those writes had finished already (then no consumer stream needs to wait).
+        """
         with on_device(self.device):
             device = stream_device(stream)
             if device is not None and device != self.device:
                 raise DeviceMismatchError(f"the stream is on CUDA device {device}, the block is on device "
                                           f"{self.device}: read it with a stream of the block's device")
-            wait_unless_done(stream, self._ready_event(desc.block_id, desc.event_handle))
+            return wait_unless_done(stream, self._ready_event(desc.block_id, desc.event_handle))
 
-    def _order_after(self, start: int) -> Callable[[int], None]:
+    def _order_after(self, start: int, ordered_stream: int | None) -> Callable[[int], None]:
         block_id = start // self._block_size
 
         def order_on(stream: int) -> None:
+            if stream == ordered_stream:
+                return  # read() made this very stream wait already
             event = self._local.ready_event(block_id) if self._local is not None else self._events[block_id][1]
             with on_device(self.device):
                 wait_unless_done(stream, event)

@@ -39,11 +39,18 @@ class Releaser:
         return driver_call(cu.cuEventCreate, cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 
     def release_after(self, device: int, stream: int, release: Callable[[], None]) -> None:
-        """Call ``release`` once the work queued on ``stream`` (of ``device``) so far has finished."""
+        """Call ``release`` once the work queued on ``stream`` (of ``device``) so far has finished: at once,
+        without the worker, when the stream is idle already (a consumer that synchronized, say)."""
+        cu = driver()
         with on_device(device):
-            event = self._event(device)
-            driver_call(driver().cuEventRecord, event, stream)
-        self._jobs.put((device, event, release))
+            idle = cu.cuStreamQuery(stream)[0] == cu.CUresult.CUDA_SUCCESS
+            if not idle:
+                event = self._event(device)
+                driver_call(cu.cuEventRecord, event, stream)
+        if idle:
+            release()
+        else:
+            self._jobs.put((device, event, release))
 
     def _run(self) -> None:
         cu = driver()

@@ -84,11 +84,16 @@ def open_event_handle(data: bytes) -> Any:
     return driver_call(cu.cuIpcOpenEventHandle, handle)
 
 
-def wait_unless_done(stream: int, event: Any) -> None:
-    """Order ``stream`` after ``event``; an event that has already fired needs no GPU-side wait at all."""
+def wait_unless_done(stream: int, event: Any) -> bool:
+    """Order ``stream`` after ``event``; an event that has already fired needs no GPU-side wait at all.
+
+    Returns whether it had fired: then no stream, this one or another, needs to wait for it.
+    """
     cu = driver()
-    if cu.cuEventQuery(event)[0] != cu.CUresult.CUDA_SUCCESS:
-        driver_call(cu.cuStreamWaitEvent, stream, event, 0)
+    if cu.cuEventQuery(event)[0] == cu.CUresult.CUDA_SUCCESS:
+        return True
+    driver_call(cu.cuStreamWaitEvent, stream, event, 0)
+    return False
 
 
 def stream_device(stream: int) -> int | None:

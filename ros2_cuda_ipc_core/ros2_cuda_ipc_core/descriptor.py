@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import operator
 import os
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,6 +20,7 @@ from .layout import MEMORY_NAMES
 _SUN_PATH_MAX = 107  # sizeof(sockaddr_un.sun_path) - 1 on Linux
 _U32 = (1 << 32) - 1
 _U64 = (1 << 64) - 1
+_OCTET = np.dtype(np.uint8)
 
 
 @functools.lru_cache(maxsize=256)  # a reader sees a handful of pools; validate each path once
@@ -53,7 +53,7 @@ def _uint(value: Any, name: str, limit: int) -> int:
 
 def _octets(value: Any, name: str, length: int) -> bytes:
     try:
-        data = value.tobytes() if isinstance(value, np.ndarray) and value.dtype == np.uint8 else bytes(bytearray(value))
+        data = value.tobytes() if type(value) is np.ndarray and value.dtype is _OCTET else bytes(bytearray(value))
     except (TypeError, ValueError) as exc:
         raise InvalidDescriptorError(f"{name} is not a byte array: {exc}") from None
     if len(data) != length:
@@ -61,19 +61,29 @@ def _octets(value: Any, name: str, length: int) -> bytes:
     return data
 
 
-@dataclass(frozen=True)
 class Descriptor:
-    """A checked ``BufferCore``."""
+    """A checked ``BufferCore``.  A plain slotted class: it is built for every read (a frozen dataclass
+    costs a ``object.__setattr__`` per field)."""
 
-    socket_path: str
-    pool_id: bytes
-    block_id: int
-    uid: int
-    publisher_pid: int
-    memory: int
-    device_id: int
-    event_handle: bytes
-    byte_size: int
+    __slots__ = ("block_id", "byte_size", "device_id", "event_handle", "memory", "pool_id", "publisher_pid",
+                 "socket_path", "uid")
+    FIELDS = ("socket_path", "pool_id", "block_id", "uid", "publisher_pid", "memory", "device_id", "event_handle",
+              "byte_size")
+
+    def __init__(self, socket_path: str, pool_id: bytes, block_id: int, uid: int, publisher_pid: int, memory: int,
+                 device_id: int, event_handle: bytes, byte_size: int) -> None:
+        self.socket_path = socket_path
+        self.pool_id = pool_id
+        self.block_id = block_id
+        self.uid = uid
+        self.publisher_pid = publisher_pid
+        self.memory = memory
+        self.device_id = device_id
+        self.event_handle = event_handle
+        self.byte_size = byte_size
+
+    def __repr__(self) -> str:
+        return "Descriptor(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in self.FIELDS) + ")"
 
     @classmethod
     def from_message(cls, core: Any) -> Descriptor:
@@ -86,17 +96,10 @@ class Descriptor:
             memory = _uint(core.memory, "memory", 255)
             if memory not in MEMORY_NAMES:
                 raise InvalidDescriptorError(f"memory={memory} is not MEMORY_HOST (0) or MEMORY_CUDA (1)")
-            return cls(
-                socket_path=socket_path,
-                pool_id=_octets(core.pool_id, "pool_id", 16),
-                block_id=_uint(core.block_id, "block_id", _U32),
-                uid=_uint(core.uid, "uid", _U64),
-                publisher_pid=_uint(core.publisher_pid, "publisher_pid", _U32),
-                memory=memory,
-                device_id=_uint(core.device_id, "device_id", _U32),
-                event_handle=_octets(core.event_handle, "event_handle", 64),
-                byte_size=_uint(core.byte_size, "byte_size", _U64),
-            )
+            return cls(socket_path, _octets(core.pool_id, "pool_id", 16), _uint(core.block_id, "block_id", _U32),
+                       _uint(core.uid, "uid", _U64), _uint(core.publisher_pid, "publisher_pid", _U32), memory,
+                       _uint(core.device_id, "device_id", _U32), _octets(core.event_handle, "event_handle", 64),
+                       _uint(core.byte_size, "byte_size", _U64))
         except AttributeError as exc:
             raise InvalidDescriptorError(f"not a BufferCore: {exc}") from None
 

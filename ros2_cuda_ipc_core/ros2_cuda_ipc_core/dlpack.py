@@ -7,6 +7,7 @@ capsule dies unconsumed), so a torch tensor made from a reader view holds the re
 from __future__ import annotations
 
 import ctypes
+import struct
 from typing import Any
 
 import numpy as np
@@ -81,6 +82,16 @@ def _destroy_capsule(capsule: int) -> None:
         return
 
 
+#: The structures above as ``struct`` layouts (64-bit): DLTensor is data, device type and id, ndim, dtype code,
+#: bits and lanes, shape and strides pointers, byte_offset; the managed tensors wrap it with manager_ctx and
+#: deleter (and, versioned, the version before and the flags after them).
+_TENSOR = "QiiiBBHQQQ"
+_UNVERSIONED = struct.Struct("<" + _TENSOR + "QQ")
+_VERSIONED = struct.Struct("<IIQQQ" + _TENSOR)
+_DELETE_ADDRESS = ctypes.cast(_delete, ctypes.c_void_p).value
+_DESTROY_ADDRESS = ctypes.cast(_destroy_capsule, ctypes.c_void_p)
+
+
 def dl_dtype(dtype: np.dtype) -> DLDataType:
     code = _TYPE_CODES.get(dtype.kind)
     if code is None:
@@ -94,21 +105,26 @@ def make_capsule(owner: Any, address: int, device: tuple[int, int], shape: tuple
     if any(s % dtype.itemsize for s in byte_strides):
         raise BufferError(f"strides {byte_strides} are not whole multiples of the {dtype.itemsize}-byte element")
     ndim = len(shape)
-    shape_array = (ctypes.c_int64 * max(ndim, 1))(*shape)
-    strides_array = (ctypes.c_int64 * max(ndim, 1))(*(s // dtype.itemsize for s in byte_strides))
-    tensor = DLTensor(address, DLDevice(*device), ndim, dl_dtype(dtype),
-                      ctypes.cast(shape_array, ctypes.POINTER(ctypes.c_int64)),
-                      ctypes.cast(strides_array, ctypes.POINTER(ctypes.c_int64)), 0)
+    code = _TYPE_CODES.get(dtype.kind)
+    if code is None:
+        raise BufferError(f"dtype {dtype} has no DLPack equivalent")
+    # One buffer holds the managed tensor and its shape and strides arrays, written by struct in one go:
+    # a capsule is made for every frame a framework takes, and a ctypes object per field costs several times more.
+    header = _VERSIONED if versioned else _UNVERSIONED
+    arrays = struct.Struct(f"<{2 * ndim}q")
+    memory = ctypes.create_string_buffer(header.size + arrays.size)
+    base = ctypes.addressof(memory)
+    shape_at, strides_at = base + header.size, base + header.size + 8 * ndim
+    tensor = (address, device[0], device[1], ndim, code, dtype.itemsize * 8, 1, shape_at, strides_at, 0)
     if versioned:
-        managed: ctypes.Structure = DLManagedTensorVersioned(DLPackVersion(*DLPACK_VERSION), None, _delete,
-                                                             READ_ONLY_FLAG if read_only else 0, tensor)
+        header.pack_into(memory, 0, *DLPACK_VERSION, 0, _DELETE_ADDRESS, READ_ONLY_FLAG if read_only else 0, *tensor)
         name = b"dltensor_versioned"
     else:
-        managed = DLManagedTensor(tensor, None, _delete)
+        header.pack_into(memory, 0, *tensor, 0, _DELETE_ADDRESS)
         name = b"dltensor"
-    address_of_managed = ctypes.addressof(managed)
-    _alive[address_of_managed] = (managed, shape_array, strides_array, owner)
-    return _capsule_new(address_of_managed, name, ctypes.cast(_destroy_capsule, ctypes.c_void_p))
+    arrays.pack_into(memory, header.size, *shape, *(s // dtype.itemsize for s in byte_strides))
+    _alive[base] = (memory, owner)
+    return _capsule_new(base, name, _DESTROY_ADDRESS)
 
 
 def live_capsules() -> int:

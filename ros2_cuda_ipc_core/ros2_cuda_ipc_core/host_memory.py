@@ -31,8 +31,8 @@ class _MappedBlocks:
     def address(self, offset: int) -> int:
         return self.base_address + offset
 
-    def view(self, start: int, limit: int, shape: Sequence[int], dtype: object,
-             strides: Sequence[int] | None, offset: int = 0) -> np.ndarray:
+    def view(self, start: int, limit: int, shape: Sequence[int], dtype: object, strides: Sequence[int] | None,
+             offset: int = 0, ready: bool = True, ordered_stream: int | None = None) -> np.ndarray:
         """A numpy array inside the window ``[start, start + limit)``; read-only when the mapping is."""
         if self._map is None:
             raise Ros2CudaIpcError("this host memory is closed")
@@ -42,8 +42,9 @@ class _MappedBlocks:
         """Host writes are done when the writer returns: no event, a zero handle."""
         return _NO_EVENT
 
-    def wait_ready(self, desc: object, stream: int) -> None:
+    def wait_ready(self, desc: object, stream: int) -> bool:
         """Host blocks are complete when published: nothing to wait for."""
+        return True
 
     def release_after(self, stream: int, release: Callable[[], None]) -> None:
         """Host reads are done when the reader lets go: release at once."""

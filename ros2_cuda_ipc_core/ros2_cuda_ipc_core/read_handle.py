@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import functools
-import threading
-import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .collected import when_collected
 from .errors import Ros2CudaIpcError
 from .layout import MEMORY_NAMES
 
@@ -16,38 +15,25 @@ if TYPE_CHECKING:
     from .imported_pool import ImportedPool
 
 
-class BlockLease:
-    """Counts the users of a block lease (the handle and each view) and gives it back after the last."""
-
-    __slots__ = ("__weakref__", "_lock", "_release", "_users")
-
-    def __init__(self, release: Callable[[], None]) -> None:
-        self._release = release
-        self._users = 1
-        self._lock = threading.Lock()
-
-    def retain(self) -> None:
-        with self._lock:
-            self._users += 1
-
-    def drop(self) -> None:
-        with self._lock:
-            self._users -= 1
-            last = self._users == 0
-        if last:
-            self._release()
-
-
 class ReadHandle:
-    """A lease on a published block.  The lease lives until the handle is closed and every view is gone."""
+    """A lease on a published block.  The lease lives until the handle is closed and every view is gone.
 
-    def __init__(self, pool: ImportedPool, desc: Descriptor, stream: int) -> None:
+    The handle and each view hold one share of this process's lease on the block; the last share
+    to go gives it back (for CUDA, once the work queued on the read's stream has finished).
+    """
+
+    __slots__ = ("__weakref__", "_desc", "_open", "_pool", "_ready", "_start", "_stream")
+
+    def __init__(self, pool: ImportedPool, desc: Descriptor, stream: int, ready: bool = False) -> None:
         self._pool = pool
         self._desc = desc
         self._stream = stream
+        self._ready = ready  # the producer's writes had finished when read: views order no consumer stream
         self._start = desc.block_id * pool.header.block_size
-        self._lease = BlockLease(functools.partial(pool.release_after, desc.block_id, stream))
-        self._closer = weakref.finalize(self, self._lease.drop)
+        self._open = [True]  # list.pop() is atomic: one close() wins even when two threads race
+
+    def __del__(self) -> None:
+        self.close()  # dropped without close(): its share goes back all the same
 
     @property
     def device_ptr(self) -> int:
@@ -73,23 +59,29 @@ class ReadHandle:
 
     @property
     def closed(self) -> bool:
-        return not self._closer.alive
+        return not self._open
 
     def view(self, shape: Sequence[int], dtype: Any, strides: Sequence[int] | None = None, offset: int = 0) -> Any:
         """A read-only view of the payload (numpy for host; DLPack / CUDA-array-interface for CUDA).
 
         ``strides`` are in bytes; the whole layout must fit in :attr:`byte_size`.
         """
-        if self.closed:
+        if not self._open:
             raise Ros2CudaIpcError("this ReadHandle is closed; read the descriptor again")
-        view = self._pool.memory.view(self._start, self.byte_size, shape, dtype, strides, offset)
-        self._lease.retain()
-        weakref.finalize(view, self._lease.drop)
+        pool, block = self._pool, self._desc.block_id
+        view = pool.memory.view(self._start, self._desc.byte_size, shape, dtype, strides, offset,
+                                ready=self._ready, ordered_stream=self._stream)
+        pool.share(block)
+        when_collected(view, functools.partial(pool.release_after, block, self._stream))
         return view
 
     def close(self) -> None:
         """Give up this handle's share of the lease (views taken from it keep theirs)."""
-        self._closer()
+        try:
+            self._open.pop()
+        except (IndexError, AttributeError):  # closed already (AttributeError: __init__ never finished)
+            return
+        self._pool.release_after(self._desc.block_id, self._stream)
 
     def __enter__(self) -> ReadHandle:
         return self

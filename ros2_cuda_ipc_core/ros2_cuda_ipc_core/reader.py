@@ -43,6 +43,7 @@ class Reader:
         self._pools: OrderedDict[bytes, ImportedPool] = OrderedDict()
         self._imported: weakref.WeakSet[ImportedPool] = weakref.WeakSet()  # cached or kept by handles and views
         self._next_liveness_check = 0.0
+        self._last_pool: ImportedPool | None = None  # most recently used: no reordering needed
         self._lock = threading.RLock()  # the cache, for multi-threaded executors; leases have their own lock
         self.counters = Counters("reads", "stale_drops", "invalid_descriptors", "unavailable", "imports",
                                  "same_process_reads", "evictions")
@@ -69,8 +70,8 @@ class Reader:
                 if not pool.same_process and not pool.publisher_alive():
                     self._forget(desc.pool_id)
                     raise PoolUnavailableError(f"the publisher of {pool.name} is gone; no new reads from it")
-                pool.memory.wait_ready(desc, handle_stream)
-                handle = ReadHandle(pool, desc, handle_stream)
+                ready = pool.memory.wait_ready(desc, handle_stream)
+                handle = ReadHandle(pool, desc, handle_stream, ready)
             except BaseException:
                 pool.release(desc.block_id)
                 raise
@@ -89,8 +90,13 @@ class Reader:
         return handle
 
     def _pool_for(self, desc: Descriptor) -> ImportedPool:
+        pool = self._pools.get(desc.pool_id)  # the common case, without the lock: the pool read last time
+        if pool is not None and pool is self._last_pool and not pool.retired:
+            return pool
         with self._lock:
-            return self._pool_for_locked(desc)
+            pool = self._pool_for_locked(desc)
+            self._last_pool = pool
+            return pool
 
     def _pool_for_locked(self, desc: Descriptor) -> ImportedPool:
         pool = self._pools.get(desc.pool_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import mmap
 import operator
 from collections.abc import Sequence
@@ -25,8 +26,23 @@ def check_layout(shape: Sequence[int], strides: Sequence[int] | None, itemsize: 
                  offset: int, limit: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Validate a strided layout against ``limit`` bytes; return (shape, strides) as int tuples.
 
-    Python integers, so no product can overflow; every element must lie in ``[0, limit)``.
+    Python integers, so no product can overflow; every element must lie in ``[0, limit)``.  A reader
+    asks for the same few layouts frame after frame: layouts of plain ints are remembered.
     """
+    if (type(shape) is tuple and all(type(n) is int for n in shape) and type(offset) is int
+            and (strides is None or (type(strides) is tuple and all(type(n) is int for n in strides)))):
+        return _check_int_layout(shape, strides, itemsize, offset, limit)
+    return _check_layout(shape, strides, itemsize, offset, limit)
+
+
+@functools.lru_cache(maxsize=256)
+def _check_int_layout(shape: tuple[int, ...], strides: tuple[int, ...] | None, itemsize: int,
+                      offset: int, limit: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    return _check_layout(shape, strides, itemsize, offset, limit)
+
+
+def _check_layout(shape: Sequence[int], strides: Sequence[int] | None, itemsize: int,
+                  offset: int, limit: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     try:
         shape = tuple(operator.index(n) for n in shape)
         strides = contiguous_strides(shape, itemsize) if strides is None else tuple(operator.index(s) for s in strides)

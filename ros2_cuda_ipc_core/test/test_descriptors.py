@@ -95,7 +95,7 @@ def test_not_a_message_at_all():
     with pytest.raises(InvalidDescriptorError):
         Reader().read(object())
     with pytest.raises(InvalidDescriptorError):
-        Descriptor.from_message(type("Fake", (), {n: "x" for n in Descriptor.__dataclass_fields__})())
+        Descriptor.from_message(type("Fake", (), {n: "x" for n in Descriptor.FIELDS})())
 
 
 class FakePool:

@@ -1,5 +1,6 @@
 """The ctypes DLPack exporter, checked against numpy's importer on host memory (no GPU needed)."""
 
+import ctypes
 import gc
 
 import numpy as np
@@ -69,3 +70,23 @@ def test_strides_must_be_whole_elements():
         make_capsule(None, 0, (KDL_CPU, 0), (2, 2), (6, 3), np.dtype(np.uint16), True, True)
     with pytest.raises(BufferError):
         make_capsule(None, 0, (KDL_CPU, 0), (2,), (8,), np.dtype("M8[s]"), True, True)
+
+
+@pytest.mark.parametrize("versioned", [True, False])
+def test_capsule_bytes_read_back_through_the_dlpack_structures(versioned):
+    from ros2_cuda_ipc_core.dlpack import KDL_CUDA, DLManagedTensor, DLManagedTensorVersioned
+
+    capsule = make_capsule(None, 0xDEAD0000, (KDL_CUDA, 3), (5, 7, 4), (112, 16, 4), np.dtype(np.float32),
+                           versioned, True)
+    name = b"dltensor_versioned" if versioned else b"dltensor"
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    address = get_pointer(capsule, name)
+    managed = (DLManagedTensorVersioned if versioned else DLManagedTensor).from_address(address)
+    tensor = managed.dl_tensor
+    assert (tensor.data, tensor.device.device_type, tensor.device.device_id, tensor.ndim) == (0xDEAD0000, KDL_CUDA, 3, 3)
+    assert (tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes, tensor.byte_offset) == (2, 32, 1, 0)
+    assert [tensor.shape[i] for i in range(3)] == [5, 7, 4] and [tensor.strides[i] for i in range(3)] == [28, 4, 1]
+    assert managed.manager_ctx is None and managed.deleter
+    if versioned:
+        assert (managed.version.major, managed.version.minor, managed.flags) == (1, 1, 1)
