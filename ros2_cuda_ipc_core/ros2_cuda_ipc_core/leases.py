@@ -29,10 +29,17 @@ class LeaseFile:
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
+        self._requests: dict[tuple[int, int], bytes] = {}  # packed once per lock kind and byte, not per read
+
+    def _request(self, kind: int, byte: int) -> bytes:
+        request = self._requests.get((kind, byte))
+        if request is None:
+            request = self._requests[kind, byte] = _FLOCK.pack(kind, os.SEEK_SET, byte, 1, 0)
+        return request
 
     def _set(self, kind: int, byte: int) -> bool:
         try:
-            fcntl.fcntl(self.fd, fcntl.F_OFD_SETLK, _FLOCK.pack(kind, os.SEEK_SET, byte, 1, 0))
+            fcntl.fcntl(self.fd, fcntl.F_OFD_SETLK, self._request(kind, byte))
         except OSError as exc:
             if exc.errno in _BUSY:
                 return False
@@ -52,8 +59,7 @@ class LeaseFile:
 
     def held_by_others(self, byte: int) -> bool:
         """Whether another open file description holds any lock on ``byte`` (F_OFD_GETLK)."""
-        probe = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, byte, 1, 0)
-        kind = _FLOCK.unpack(fcntl.fcntl(self.fd, fcntl.F_OFD_GETLK, probe))[0]
+        kind = _FLOCK.unpack(fcntl.fcntl(self.fd, fcntl.F_OFD_GETLK, self._request(fcntl.F_WRLCK, byte)))[0]
         return kind != fcntl.F_UNLCK
 
     def close(self) -> None:
