@@ -33,7 +33,7 @@ NODES = [
     ("camera", "synthetic_camera", "SyntheticCamera",
      {"memory": LaunchConfiguration("memory"), "width": LaunchConfiguration("width"),
       "height": LaunchConfiguration("height"), "fps": LaunchConfiguration("fps"), "wait_for_subscribers": 3}),
-    ("preprocess", "preprocess", "Preprocess", {}),
+    ("preprocess", "preprocess", "Preprocess", {"wait_for_subscribers": 1}),
     ("inference", "inference_like", "InferenceLike", {}),
     ("encoder", "encoder_like", "EncoderLike", {}),
     ("preview", "preview", "Preview", {"snapshot_path": LaunchConfiguration("snapshot_path")}),

@@ -25,7 +25,8 @@ __all__ = ["ImageConsumer"]
 
 
 class ImageConsumer(PipelineNode):
-    """Subclasses implement :meth:`process`; ``resized`` inputs (a DNN tensor) are checked within a tolerance."""
+    """Subclasses implement :meth:`process` and call :meth:`listen` once ready; ``resized`` inputs (a DNN tensor)
+    are checked within a tolerance."""
 
     #: The topic read, and whether its images are a resized copy of the camera's.
     input_topic = "image"
@@ -38,14 +39,18 @@ class ImageConsumer(PipelineNode):
         self._probes: dict[tuple[int, int], tuple[Probe, Any, Any]] = {}
         if choose_memory("auto")[0] == "cuda":
             self.backend("cuda")  # the CUDA context now, not in the first frame's callback
-        if self.transport == "ipc":
-            self.create_subscription(GpuImage, self.input_topic, self._on_gpu_image, 10)
-        elif self.transport == "sensor_msgs":
+        if self.transport == "sensor_msgs":
             self.upload_memory, why = choose_memory(self.parameter("memory", "auto"))
             self.get_logger().info(f"sensor_msgs/Image frames are uploaded to {self.upload_memory} memory ({why})")
-            self.create_subscription(Image, self.input_topic, self._on_image_msg, 2)
-        else:
+        elif self.transport != "ipc":
             raise ParameterError(f"transport {self.transport!r} is not one of ipc, sensor_msgs")
+
+    def listen(self) -> None:
+        """Subscribe to the input: the last step of a subclass's constructor, once it is ready for frames."""
+        if self.transport == "ipc":
+            self.create_subscription(GpuImage, self.input_topic, self._on_gpu_image, 10)
+        else:
+            self.create_subscription(Image, self.input_topic, self._on_image_msg, 2)
 
     def process(self, image: Any, header: Any, encoding: str, arrays: ArrayBackend) -> None:
         """Do this node's work on ``image``: a zero-copy, read-only (rows, cols, channels) array on

@@ -31,6 +31,7 @@ class EncoderLike(ImageConsumer):
             raise ParameterError(f"downscale must be at least 1, not {self.downscale}")
         self._checksums = self.create_publisher(UInt64, "checksum", 10)
         self._weights: dict[tuple[int, str], Any] = {}
+        self.listen()
 
     def process(self, image: Any, header: Any, encoding: str, arrays: ArrayBackend) -> None:
         small = arrays.astype(image[:: self.downscale, :: self.downscale], "int64")

@@ -88,6 +88,7 @@ class InferenceLike(ImageConsumer):
         self._std = np.array(IMAGENET_STD) * 255
         if self.has_torch and "cuda" in self._backends:
             self._warm_up()
+        self.listen()
 
     def _warm_up(self) -> None:
         """Build the network on the GPU and run it once, so the first frames do not wait for it (and go stale)."""

@@ -61,7 +61,8 @@ def fanout(options: PipelineOptions) -> Pipeline:
     ns = options.namespace
     return Pipeline("fanout", [
         _camera(options, 3),
-        ComponentSpec(f"{_EXAMPLES}Preprocess", "preprocess", ns, {"block_count": options.block_count}),
+        ComponentSpec(f"{_EXAMPLES}Preprocess", "preprocess", ns,
+                      {"block_count": options.block_count, "wait_for_subscribers": 1}),
         ComponentSpec(f"{_EXAMPLES}InferenceLike", "inference", ns),
         ComponentSpec(f"{_EXAMPLES}EncoderLike", "encoder", ns),
         ComponentSpec(f"{_EXAMPLES}Preview", "preview", ns, {"snapshot_path": str(options.out_dir.resolve() / "preview.png")}),

@@ -2,6 +2,8 @@
 
     ros2 run ros2_cuda_ipc_examples preprocess --ros-args -p out_width:=224 -p out_height:=224 -p dtype:=float16
 
+``wait_for_subscribers:=N`` (default 0) subscribes to the camera only once N nodes read ``preprocessed``.
+
 Nearest-neighbour resize, RGB order, ``(x / 255 - mean) / std`` per channel, written channel
 after channel into a block of its own pool (in the memory the frames came in) and republished
 as a ``GpuImage`` on ``preprocessed``: shape (rows, cols, 3) with planar strides, dtype float32
@@ -55,6 +57,21 @@ class Preprocess(ImageConsumer):
         self.busy = 0
         self._out = self.create_publisher(GpuImage, "preprocessed", 10)
         self._indices: dict[tuple[int, int, str], tuple[Any, Any, Any, Any]] = {}
+        # wait_for_subscribers: subscribe to the camera only once this many read our output (a pipeline whose
+        # inference is still loading its network then does not start without it).
+        self.wait_for_subscribers = self.parameter("wait_for_subscribers", 0)
+        if self.wait_for_subscribers > 0:
+            resolve = getattr(self, "resolve_topic_name", None)  # rclpy newer than Humble's first releases
+            output = resolve("preprocessed") if resolve is not None else "preprocessed"
+            self._waiting = self.create_timer(0.1, lambda: self._listen_once_read(output))
+        else:
+            self.listen()
+
+    def _listen_once_read(self, output: str) -> None:
+        if self.count_subscribers(output) >= self.wait_for_subscribers:
+            self._waiting.cancel()
+            self.destroy_timer(self._waiting)
+            self.listen()
 
     def _constants(self, rows: int, cols: int, arrays: ArrayBackend) -> tuple[Any, Any, Any, Any]:
         key = (rows, cols, arrays.name)

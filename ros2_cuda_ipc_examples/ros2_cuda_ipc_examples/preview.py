@@ -43,6 +43,7 @@ class Preview(ImageConsumer):
         # PNG compression takes a while at 4K: a worker thread does it (zlib lets go of the GIL), frames keep flowing.
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="preview_png")
         self._snapshot: Future[None] | None = None
+        self.listen()
 
     def process(self, image: Any, header: Any, encoding: str, arrays: ArrayBackend) -> None:
         now = time.monotonic()
