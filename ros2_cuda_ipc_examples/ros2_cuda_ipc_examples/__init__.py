@@ -1,1 +1,1 @@
-"""Example pipelines, demo and benchmark for ros2_cuda_ipc."""
+"""Composable example nodes, a Python component container, pipelines, the demo and the benchmark of ros2_cuda_ipc."""
