@@ -222,6 +222,9 @@ def _word_count(size_mib: float) -> int:
 #: Growth beyond which a metric fails: (absolute floor, fraction of the baseline).
 GROWTH_LIMITS = {"fds": (8.0, 0.10), "rss_mib": (32.0, 0.15), "leases_held": (1.0, 0.0),
                  "pools_open": (1.0, 0.0), "gpu_used_mib": (256.0, 0.10)}
+#: Metrics of the whole device, not of the process reporting them: other processes' restarts (a CUDA
+#: context each) move them during one process's life, so only the run's windows are compared.
+DEVICE_WIDE = {"gpu_used_mib"}
 
 
 @dataclass
@@ -471,6 +474,8 @@ class Soak:
                     if metric in m:
                         lives.setdefault(pid, []).append(m[metric])
                 drifts = [values[-1] - values[0] for values in lives.values() if len(values) >= 2]
+                if metric in DEVICE_WIDE:
+                    drifts = [0.0]
                 if not first or not last or not drifts:
                     continue
                 baseline, end, drift = statistics.median(first), statistics.median(last), statistics.median(drifts)
