@@ -63,6 +63,7 @@ class CloudPreview(PipelineNode):
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cloud_png")
         self._snapshot: Future[None] | None = None
         self.downloads = 0
+        self.prepare_gpu()
         self.create_subscription(GpuPointCloud2, "downsampled", self._on_cloud, 10)
 
     def _on_cloud(self, msg: GpuPointCloud2) -> None:

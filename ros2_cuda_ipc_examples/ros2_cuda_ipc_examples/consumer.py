@@ -37,8 +37,7 @@ class ImageConsumer(PipelineNode):
         self.transport = self.parameter("transport", "ipc")
         self.reader = ImageReader()
         self._probes: dict[tuple[int, int], tuple[Probe, Any, Any]] = {}
-        if choose_memory("auto")[0] == "cuda":
-            self.backend("cuda")  # the CUDA context now, not in the first frame's callback
+        self.prepare_gpu()
         if self.transport == "sensor_msgs":
             self.upload_memory, why = choose_memory(self.parameter("memory", "auto"))
             self.get_logger().info(f"sensor_msgs/Image frames are uploaded to {self.upload_memory} memory ({why})")

@@ -21,7 +21,7 @@ from std_msgs.msg import String
 
 from ros2_cuda_ipc_core import Ros2CudaIpcError, StaleDescriptorError
 
-from .arrays import ArrayBackend, MemoryChoiceError, backend_for
+from .arrays import ArrayBackend, MemoryChoiceError, backend_for, choose_memory
 
 __all__ = ["STATS_TOPIC", "ParameterError", "PipelineNode"]
 
@@ -70,6 +70,30 @@ class PipelineNode(Node):
                 self.get_logger().error(f"cannot process {memory} frames: {exc}")
                 return None
         return self._backends[memory]
+
+    def prepare_gpu(self) -> ArrayBackend | None:
+        """Where frames will live on the GPU (CUDA usable, torch or cupy installed), make the backend and so the
+        CUDA context now: in the first frame's callback it would take long enough for frames to go stale."""
+        if choose_memory("auto")[0] != "cuda":
+            return None
+        return self.backend("cuda")
+
+    def subscribe_when_read(self, output_topic: str, readers: int, subscribe: Callable[[], object]) -> None:
+        """Call ``subscribe`` now, or (``readers`` > 0) once that many nodes subscribe to ``output_topic``: a chain
+        of nodes then starts taking frames only when the nodes after it are connected (and warmed up)."""
+        if readers <= 0:
+            subscribe()
+            return
+        resolve = getattr(self, "resolve_topic_name", None)  # rclpy newer than Humble's first releases
+        topic = resolve(output_topic) if resolve is not None else output_topic
+
+        def check() -> None:
+            if self.count_subscribers(topic) >= readers:
+                timer.cancel()
+                self.destroy_timer(timer)
+                subscribe()
+
+        timer = self.create_timer(0.1, check)
 
     def read_frame(self, reader: Any, msg: Any, memory: str, work: Callable[[Any, ArrayBackend], None]) -> None:
         """Lease ``msg``'s frame with ``reader`` on the memory's backend stream and call ``work(view, arrays)``;

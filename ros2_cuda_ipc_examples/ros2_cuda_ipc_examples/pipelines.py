@@ -86,7 +86,8 @@ def lidar(options: PipelineOptions) -> Pipeline:
             "columns": options.width, "rings": options.height, "fps": float(options.fps), "memory": options.memory,
             "frames": options.frames, "seconds": float(options.seconds), "wait_for_subscribers": 1,
             "block_count": options.block_count}),
-        ComponentSpec(f"{_EXAMPLES}VoxelDownsample", "voxel", ns, {"block_count": options.block_count}),
+        ComponentSpec(f"{_EXAMPLES}VoxelDownsample", "voxel", ns,
+                      {"block_count": options.block_count, "wait_for_subscribers": 1}),
         ComponentSpec(f"{_EXAMPLES}CloudPreview", "preview", ns,
                       {"snapshot_path": str(options.out_dir.resolve() / "preview.png")}),
     ])

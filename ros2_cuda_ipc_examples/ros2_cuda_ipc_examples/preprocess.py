@@ -57,21 +57,8 @@ class Preprocess(ImageConsumer):
         self.busy = 0
         self._out = self.create_publisher(GpuImage, "preprocessed", 10)
         self._indices: dict[tuple[int, int, str], tuple[Any, Any, Any, Any]] = {}
-        # wait_for_subscribers: subscribe to the camera only once this many read our output (a pipeline whose
-        # inference is still loading its network then does not start without it).
-        self.wait_for_subscribers = self.parameter("wait_for_subscribers", 0)
-        if self.wait_for_subscribers > 0:
-            resolve = getattr(self, "resolve_topic_name", None)  # rclpy newer than Humble's first releases
-            output = resolve("preprocessed") if resolve is not None else "preprocessed"
-            self._waiting = self.create_timer(0.1, lambda: self._listen_once_read(output))
-        else:
-            self.listen()
-
-    def _listen_once_read(self, output: str) -> None:
-        if self.count_subscribers(output) >= self.wait_for_subscribers:
-            self._waiting.cancel()
-            self.destroy_timer(self._waiting)
-            self.listen()
+        # Subscribe to the camera only once this many read our output (inference may still be loading its network).
+        self.subscribe_when_read("preprocessed", self.parameter("wait_for_subscribers", 0), self.listen)
 
     def _constants(self, rows: int, cols: int, arrays: ArrayBackend) -> tuple[Any, Any, Any, Any]:
         key = (rows, cols, arrays.name)

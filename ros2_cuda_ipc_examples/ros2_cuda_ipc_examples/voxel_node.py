@@ -2,6 +2,8 @@
 
     ros2 run ros2_cuda_ipc_examples voxel_downsample --ros-args -p voxel:=0.25
 
+``wait_for_subscribers:=N`` (default 0) subscribes to ``points`` only once N nodes read ``downsampled``.
+
 Reads ``points`` (``GpuPointCloud2``) as a tensor of the publisher's own memory
 (``torch.from_dlpack(view.xyz)``), checks the scan against its number, averages the points of every
 occupied ``voxel``-metre cell (torch; numpy on host memory without torch) and publishes the centroids
@@ -39,7 +41,14 @@ class VoxelDownsample(PipelineNode):
         self.reader = PointCloudReader()
         self.busy = 0
         self._probes: dict[tuple[int, int], LidarProbe] = {}
-        self.create_subscription(GpuPointCloud2, "points", self._on_cloud, 10)
+        arrays = self.prepare_gpu()
+        if arrays is not None and arrays.name == "torch":  # torch's unique and index_add kernels load on first use
+            with arrays.activate():
+                voxel_downsample(arrays.upload(np.zeros((8, 3), dtype=np.float32)), self.voxel)
+            arrays.synchronize()
+        # Subscribe to the LiDAR only once this many read our output (wait_for_subscribers, default 0).
+        self.subscribe_when_read("downsampled", self.parameter("wait_for_subscribers", 0),
+                                 lambda: self.create_subscription(GpuPointCloud2, "points", self._on_cloud, 10))
 
     def _on_cloud(self, msg: GpuPointCloud2) -> None:
         memory = "cuda" if msg.core.memory == BufferCore.MEMORY_CUDA else "host"
