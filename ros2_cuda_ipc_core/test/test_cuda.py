@@ -288,7 +288,8 @@ def test_50_closed_cuda_pools_give_back_gpu_memory_and_fds():
         peer.wait()
     first, last = samples[4], samples[-1]
     assert abs(last["free"] - first["free"]) < 32 << 20, f"GPU free memory {first['free']} -> {last['free']}"
-    assert (last["fds"], last["peer_fds"]) == (first["fds"], first["peer_fds"]), f"{first} -> {last}"
+    # Flat means no growth: one leaked pool adds 3 fds; an unrelated fd may go away meanwhile.
+    assert last["fds"] <= first["fds"] and last["peer_fds"] <= first["peer_fds"], f"{first} -> {last}"
 
 
 def test_reader_lets_a_dead_gpu_publishers_pool_go():
