@@ -110,25 +110,20 @@ def resolve_plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> t
         parser.error(f"--out {args.out} exists and is not a directory")
     notes: list[str] = []
     transports = list(dict.fromkeys(args.transports))
-    memory, library = args.memory, None
-    cuda_asked = args.memory == "cuda" or (args.memory == "auto" and "cuda" in transports)
-    if cuda_asked:
+    memory, library = "host", None
+    if args.memory != "host":  # auto or cuda: frames live on the GPU when one is usable here
         reason = gpu_unavailable_reason()
+        installed = [name for name in installed_gpu_libraries() if args.gpu_library in ("auto", name)]
+        if reason is None and not installed:
+            wanted = "torch or cupy" if args.gpu_library == "auto" else args.gpu_library
+            reason = f"a GPU is here, but the on-device reduction needs {wanted}, which is not installed"
         if reason is None:
-            installed = installed_gpu_libraries() if args.gpu_library == "auto" else \
-                [name for name in installed_gpu_libraries() if name == args.gpu_library]
-            if installed:
-                memory, library = "cuda", installed[0]
-            else:
-                wanted = "torch or cupy" if args.gpu_library == "auto" else args.gpu_library
-                reason = f"a GPU is here, but the on-device reduction needs {wanted}, which is not installed"
-        if reason is not None:
-            if args.memory == "cuda":
-                parser.error(f"--memory cuda: {reason}")
-            memory = "host"
-            notes.append(f"benchmark: no GPU run ({reason}): cuda rows skipped, sensor_msgs runs host to host")
-    elif args.memory == "auto":
-        memory = "host"
+            memory, library = "cuda", installed[0]
+        elif args.memory == "cuda":
+            parser.error(f"--memory cuda: {reason}")
+        else:
+            skipped = "cuda rows skipped, " if "cuda" in transports else ""
+            notes.append(f"benchmark: no GPU run ({reason}): {skipped}sensor_msgs runs host to host")
     if memory == "host" and "cuda" in transports:
         if args.memory == "host":
             notes.append("benchmark: --memory host: cuda rows skipped")

@@ -66,6 +66,27 @@ def test_both_modes_on_host_memory_write_well_formed_outputs(tmp_path: Path) -> 
             assert (tmp_path / "run" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def _gpu_library() -> str | None:
+    return next((name for name in ("torch", "cupy") if importlib.util.find_spec(name) is not None), None)
+
+
+@pytest.mark.skipif(not _has_gpu() or _gpu_library() is None, reason="needs a CUDA GPU and torch or cupy")
+def test_cuda_rows_verify_every_frame_on_a_gpu(tmp_path: Path) -> None:
+    out = subprocess.run([*COMMAND, "--memory", "cuda", "--payloads", "640x480", "ouster", "--frames", "6", "--warmup", "1",
+                          "--rates", "20", "--out", str(tmp_path)], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = json.loads((tmp_path / "results.json").read_text())
+    assert run["settings"]["memory_used"] == "cuda" and run["settings"]["gpu_library_used"] == _gpu_library()
+    assert run["machine"]["gpu"]
+    transports = {row["transport"] for row in run["results"]}
+    assert transports == {"cuda", "host", "sensor_msgs", "floor"}
+    for row in run["results"]:
+        assert row["bad"] == 0, row
+        if row["transport"] == "cuda":
+            assert row["verified"] == row["frames"] == 6, row  # the consumer's reduction on its own stream saw every frame
+            assert {"read", "view", "wait", "work", "release"} <= set(row["stats_us"])
+
+
 BAD_ARGUMENTS = [
     (["--rates", "0"], "--rates: 0 is outside 0.1..10000"),
     (["--frames", "0"], "--frames: 0 is outside 1..1e+06"),
