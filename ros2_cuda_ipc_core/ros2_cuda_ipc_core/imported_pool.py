@@ -69,7 +69,9 @@ class ImportedPool:
         self._finalizer = weakref.finalize(self, _close_import, self.memory, self.metadata, self.leases)
         self._counts = [0] * header.block_count
         self._retired = False
-        self._lock = threading.Lock()
+        # Re-entrant: a handle or view caught in a reference cycle gives its share back from the garbage
+        # collector, which may run inside a section holding this lock.
+        self._lock = threading.RLock()
 
     def check(self, desc: Descriptor) -> None:
         """Refuse a descriptor that does not fit this pool, before any lease is taken."""
