@@ -207,29 +207,32 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
     log_dir = options.out_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     table = StatsTable(pipeline.node_names)
-    _init_keeping_ctrl_c(rclpy)
-    monitor = rclpy.create_node("pipeline_monitor", namespace=options.namespace)
-    monitor.create_subscription(String, STATS_TOPIC, lambda msg: table.add(msg.data), 50)
-    spinner = SingleThreadedExecutor()
-    spinner.add_node(monitor)
     if compose:
-        children = [_start(f"{pipeline.name}_container", _container_command(pipeline, executor, options.namespace),
-                           log_dir)]
+        commands = {f"{pipeline.name}_container": _container_command(pipeline, executor, options.namespace)}
     else:
-        children = [_start(spec.name or spec.plugin, _process_command(spec), log_dir) for spec in pipeline.components]
-    screen = _Screen(stream, title)
+        commands = {spec.name or spec.plugin: _process_command(spec) for spec in pipeline.components}
+    children: list[_Child] = []
     started = time.monotonic()
     interrupted = False
     codes: dict[str, int] = {}
-    try:
-        _watch(spinner, table, children, screen, started)
+    _init_keeping_ctrl_c(rclpy)
+    spinner = SingleThreadedExecutor()
+    try:  # from here on every exit stops what was started and shuts rclpy down: the next run in this process starts clean
+        monitor = rclpy.create_node("pipeline_monitor", namespace=options.namespace)
+        monitor.create_subscription(String, STATS_TOPIC, lambda msg: table.add(msg.data), 50)
+        spinner.add_node(monitor)
+        for name, command in commands.items():
+            children.append(_start(name, command, log_dir))
+        started = time.monotonic()
+        _watch(spinner, table, children, _Screen(stream, title), started)
     except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C: stop the nodes, keep what they reported
         interrupted = True
         _collect_last_reports(spinner, table)
     finally:
         codes = _stop(children)
         spinner.shutdown(timeout_sec=1.0)
-        monitor.destroy_node()
+        for node in spinner.get_nodes():
+            node.destroy_node()
         rclpy.try_shutdown()
     failed = {name: code for name, code in codes.items() if code != 0}
     if failed and not interrupted:
@@ -275,8 +278,10 @@ def _watch(spinner: Any, table: StatsTable, children: list[_Child], screen: _Scr
         now = time.monotonic()
         missing = [name for name in table.order if name not in table.latest]
         if missing and now - started > STARTUP_TIMEOUT:
+            logs = "\n".join(f"  {child.name} (pid {child.process.pid}, still running), its log ends:\n{child.tail()}"
+                             for child in children if child.name in missing or len(children) == 1)
             raise PipelineFailed(f"{', '.join(missing)} never reported in {STARTUP_TIMEOUT:.0f} s; logs in "
-                                 f"{children[0].log.parent}")
+                                 f"{children[0].log.parent}\n{logs}")
         if now >= next_draw:
             next_draw += 1.0
             screen.show(f"{screen.title}  t={now - started:.0f}s\n{table.render()}")

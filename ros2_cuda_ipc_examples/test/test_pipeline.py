@@ -96,6 +96,32 @@ def test_a_failing_node_is_reported_at_once(tmp_path):
     assert "camera" in message and "exited with code 2" in message and "fps (-1.0) must be positive" in message
 
 
+def _children_in(namespace: str) -> list[int]:
+    """Pids of this process's children started with ``__ns:=namespace``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getpid() and f"__ns:={namespace}".encode() in command:
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_a_node_that_cannot_be_started_leaves_no_process_and_no_rclpy_behind(tmp_path):
+    import rclpy
+
+    options = PipelineOptions(width=160, height=120, memory="host", namespace="/unstartable", out_dir=tmp_path)
+    camera = ComponentSpec("ros2_cuda_ipc_examples::SyntheticCamera", "camera", "/unstartable", {"memory": "host"})
+    unstartable = ComponentSpec("ros2_cuda_ipc_examples::EncoderLike", "no/such/dir", "/unstartable")
+    with pytest.raises(FileNotFoundError):  # its log file cannot be made, after the camera was started
+        run_pipeline(Pipeline("unstartable", [camera, unstartable]), options, stream=None)
+    assert _children_in("/unstartable") == []  # the camera was stopped and reaped
+    assert not rclpy.ok()  # the next run in this process can initialise rclpy again
+
+
 def test_ctrl_c_stops_the_pipeline_with_exit_code_0_and_writes_the_summary(tmp_path):
     runner = subprocess.Popen([sys.executable, "-m", "ros2_cuda_ipc_examples.pipeline", "fanout", "--size", "160x120",
                                "--fps", "5", "--memory", "host", "--out", str(tmp_path), "--namespace", "/fanout_ctrl_c"],
