@@ -30,6 +30,7 @@ from rclpy.parameter import Parameter
 
 from ros2_cuda_ipc_core import run_nodes
 
+from .parent_watch import end_with_parent
 from .registry import COMPONENT_GROUP, UnknownComponentError, available_components, component_class
 from .run_component import CONFIGURATION_ERRORS
 
@@ -268,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    end_with_parent()
     full = list(sys.argv[1:] if argv is None else argv)
     split = full.index("--ros-args") if "--ros-args" in full else len(full)
     parser = build_parser()

@@ -15,8 +15,8 @@ process fails, it says which and shows that node's last log lines at once.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -31,6 +31,7 @@ from ros2_cuda_ipc_core import run_tool
 from .arrays import MemoryChoiceError, choose_memory
 from .container import ComponentSpec
 from .live_table import StatsTable
+from .parent_watch import PARENT_PID_VARIABLE
 from .pipeline_node import STATS_TOPIC
 from .pipelines import DEFAULT_SIZES, MIN_SIZES, PIPELINES, Pipeline, PipelineOptions
 
@@ -127,11 +128,6 @@ class _Child:
         return "\n".join("    " + line for line in text[-lines:]) or "    (empty log)"
 
 
-def _die_with_parent() -> None:
-    """In the child: SIGTERM when the runner dies, so no node outlives a killed runner."""
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
 def _param(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
@@ -157,7 +153,7 @@ def _start(name: str, command: list[str], log_dir: Path) -> _Child:
     log = log_dir / f"{name}.log"
     with log.open("w") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   start_new_session=True, preexec_fn=_die_with_parent)
+                                   start_new_session=True, env={**os.environ, PARENT_PID_VARIABLE: str(os.getpid())})
     return _Child(name, process, log, time.monotonic())
 
 
@@ -219,7 +215,10 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
     spinner = SingleThreadedExecutor()
     try:  # from here on every exit stops what was started and shuts rclpy down: the next run in this process starts clean
         monitor = rclpy.create_node("pipeline_monitor", namespace=options.namespace)
-        monitor.create_subscription(String, STATS_TOPIC, lambda msg: table.add(msg.data), 50)
+        def on_stats(msg: String) -> None:
+            table.add(msg.data)
+
+        monitor.create_subscription(String, STATS_TOPIC, on_stats, 50)
         spinner.add_node(monitor)
         for name, command in commands.items():
             children.append(_start(name, command, log_dir))

@@ -47,7 +47,10 @@ def run_component(node_class: Callable[[], Any], argv: list[str] | None = None) 
 
 
 def main() -> None:
+    from .parent_watch import end_with_parent
     from .registry import UnknownComponentError, component_class
+
+    end_with_parent()
 
     if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
         raise SystemExit(f"usage: {sys.argv[0]} package::Class [--ros-args ...]")
