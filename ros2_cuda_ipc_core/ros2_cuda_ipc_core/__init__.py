@@ -18,7 +18,7 @@ from .errors import (
     StaleDescriptorError,
 )
 from .message_bytes import message_bytes
-from .pool import BlockManager, MemoryKind
+from .pool import DEFAULT_REUSE_DELAY, BlockManager, MemoryKind, check_reuse_delay
 from .publish_block import PublishBlock
 from .read_handle import ReadHandle
 from .reader import Reader
@@ -42,6 +42,7 @@ from .typed import (
 )
 
 __all__ = [
+    "DEFAULT_REUSE_DELAY",
     "ArrayProtocols",
     "ArrayView",
     "BlockLayout",
@@ -68,6 +69,7 @@ __all__ = [
     "TypedReader",
     "TypedView",
     "UploadBridge",
+    "check_reuse_delay",
     "copy_rows",
     "copy_strided",
     "message_bytes",

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import mmap
+import numbers
 import os
 import threading
 import time
@@ -38,8 +40,18 @@ from .stats import Counters
 log = logging.getLogger("ros2_cuda_ipc")
 MemoryKind = Literal["host", "cuda", "auto"]
 
+#: Seconds a published block is not reused (see docs/decisions.md): 4 blocks then allow at most 400 publishes a second.
+DEFAULT_REUSE_DELAY = 0.01
+
 #: Pools of this process by pool_id, for the same-process read path.
 local_pools: weakref.WeakValueDictionary[bytes, BlockManager] = weakref.WeakValueDictionary()
+
+
+def check_reuse_delay(seconds: float) -> float:
+    """``seconds`` as a float if it can be a pool's ``reuse_delay`` (finite, not negative), else a ValueError saying why."""
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real) or not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"reuse_delay must be a finite number of seconds >= 0, got {seconds!r}")
+    return float(seconds)
 
 
 def choose_memory(memory: str, device: int) -> int:
@@ -68,12 +80,11 @@ class BlockManager:
     """
 
     def __init__(self, byte_size: int, block_count: int = 4, memory: MemoryKind = "auto", device: int = 0,
-                 reuse_delay: float = 0.01, socket_dir: str | os.PathLike[str] | None = None,
+                 reuse_delay: float = DEFAULT_REUSE_DELAY, socket_dir: str | os.PathLike[str] | None = None,
                  allowed_uids: Iterable[int] | None = None) -> None:
         if byte_size <= 0 or block_count <= 0:
             raise ValueError(f"a pool needs byte_size > 0 and block_count > 0, got {byte_size} and {block_count}")
-        if reuse_delay < 0:
-            raise ValueError(f"reuse_delay must be >= 0 seconds, got {reuse_delay}")
+        reuse_delay = check_reuse_delay(reuse_delay)
         kind = choose_memory(memory, device)
         self.pool_id = os.urandom(16)
         self.publisher_pid = os.getpid()  # per pool, not per message: getpid() is a syscall

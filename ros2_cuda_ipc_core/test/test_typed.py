@@ -5,9 +5,11 @@ import gc
 
 import numpy as np
 import pytest
+from block_reuse import BAD_REUSE_DELAYS, republish_once_released
 from typed_cloud import FIELDS, POINT_STEP, RecordLayout, RecordReader, expected
 
 from ros2_cuda_ipc_core import (
+    DEFAULT_REUSE_DELAY,
     InvalidDescriptorError,
     Ros2CudaIpcError,
     StridedLayout,
@@ -25,8 +27,7 @@ LAYOUT = RecordLayout(HEIGHT, WIDTH, row_step=WIDTH * POINT_STEP + 10)  # padded
 
 @pytest.fixture
 def published(node):
-    with TypedPublisher(node, "typed_records", GpuPointCloud2, LAYOUT, memory="host") as pub:
-        pub.pool.reuse_delay = 0
+    with TypedPublisher(node, "typed_records", GpuPointCloud2, LAYOUT, memory="host", reuse_delay=0) as pub:
         frame = pub.borrow()
         with frame:
             for name in FIELDS:
@@ -135,6 +136,23 @@ def test_field_views_and_their_capsules_keep_the_lease(published):
     del consumer
     gc.collect()
     assert reader.stats()["leases_held"] == 0 and pub.pool.stats()["blocks_held_by_readers"] == 0
+
+
+def test_reuse_delay_zero_publishes_a_block_again_as_soon_as_its_reader_lets_go(node):
+    with TypedPublisher(node, "typed_reuse", GpuPointCloud2, LAYOUT, memory="host", block_count=1,
+                        reuse_delay=0) as pub:
+        republish_once_released(pub, RecordReader())
+
+
+def test_reuse_delay_defaults_to_the_pools(node):
+    with TypedPublisher(node, "typed_default_reuse", GpuPointCloud2, LAYOUT, memory="host") as pub:
+        assert pub.pool.reuse_delay == DEFAULT_REUSE_DELAY == 0.01
+
+
+@pytest.mark.parametrize("delay", BAD_REUSE_DELAYS)
+def test_a_negative_or_non_finite_reuse_delay_is_refused_at_construction(node, delay):
+    with pytest.raises(ValueError, match="reuse_delay must be a finite number of seconds >= 0"):
+        TypedPublisher(node, "typed_bad_reuse", GpuPointCloud2, LAYOUT, memory="host", reuse_delay=delay)
 
 
 def test_invalid_layout_is_refused_before_any_lease(published):

@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY
 from ros2_cuda_ipc_examples.bench import plots, results
 from ros2_cuda_ipc_examples.bench.arrays import GPU_LIBRARIES, installed_gpu_libraries
 from ros2_cuda_ipc_examples.bench.cases import MODES, TRANSPORTS, Case, Plan, make_plan
@@ -80,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup", type=_bounded(int, 0, 10_000), default=5,
                         help="frames sent first in each case and not measured (pool import, first-use costs)")
     parser.add_argument("--blocks", type=_bounded(int, 2, 64), default=4, help="blocks per ros2_cuda_ipc pool")
+    parser.add_argument("--reuse-delay", type=_bounded(float, 0, 1), default=DEFAULT_REUSE_DELAY, metavar="SECONDS",
+                        help="a published block is reused only this long after: a pool of N blocks publishes at "
+                             "most N / SECONDS frames a second (0: as soon as the consumer lets go)")
     parser.add_argument("--in-flight", type=_bounded(int, 1, 63), default=2,
                         help="throughput mode: frames sent and not yet acknowledged by the consumer, at most")
     parser.add_argument("--case-seconds", type=_bounded(float, 1, 3600), default=15.0,
@@ -134,7 +138,7 @@ def resolve_plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> t
     payloads: list[Payload] = list(dict.fromkeys(  # argparse does not convert a list default
         p if isinstance(p, Payload) else parse_payload(p) for p in args.payloads))
     plan = make_plan(modes, transports, payloads, list(dict.fromkeys(args.rates)), args.frames, args.warmup,
-                     memory, library, args.blocks, args.in_flight, args.case_seconds)
+                     memory, library, args.blocks, args.reuse_delay, args.in_flight, args.case_seconds)
     return plan, notes
 
 

@@ -48,7 +48,8 @@ class SyntheticCamera(SourceNode):
         self._raw: Any = None
         if self.transport == "ipc":
             self.output = ImagePublisher(self, "image", width=width, height=height, encoding=encoding,
-                                         block_count=self.block_count, memory=self.memory)  # type: ignore[arg-type]
+                                         block_count=self.block_count, memory=self.memory,  # type: ignore[arg-type]
+                                         reuse_delay=self.reuse_delay)
         else:
             self._raw_publisher = self.create_publisher(Image, "image", 2)
             self._encoding = encoding

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ros2_cuda_ipc_core import run_tool
@@ -38,8 +39,8 @@ def _say(text: str) -> None:
 
 
 def _hop(options: PipelineOptions, transport: str, seconds: float) -> dict[str, Any]:
-    hop_options = PipelineOptions(options.width, options.height, options.fps, options.memory, 0, seconds,
-                                  options.namespace + "_hop", options.out_dir / f"hop_{transport}", options.block_count)
+    hop_options = replace(options, frames=0, seconds=seconds, namespace=options.namespace + "_hop",
+                          out_dir=options.out_dir / f"hop_{transport}")
     summary = run_pipeline(hop(hop_options, transport), hop_options, stream=None)
     encoder = summary["nodes"]["encoder"] or {}
     return {"frames_published": summary["frames_published"], "frames_checked": encoder.get("checked", 0),

@@ -6,7 +6,7 @@ Organized ``xyzi`` clouds (rings x columns points of 16 bytes) of a round room w
 (see :mod:`~ros2_cuda_ipc_examples.lidar_scene`), on ``points`` (``GpuPointCloud2``): drawn by torch
 (or cupy) on the GPU for CUDA memory, by numpy for host memory. The intensity of every point is the
 scan number. Takes ``fps`` (10.0), ``frames``, ``seconds``, ``wait_for_subscribers``, ``start_delay``,
-``memory`` (auto), ``block_count`` (4) and ``frame_id`` (lidar) like the camera.
+``memory`` (auto), ``block_count`` (4), ``reuse_delay`` (0.01 s) and ``frame_id`` (lidar) like the camera.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ class SyntheticLidar(SourceNode):
         except ValueError as exc:
             raise ParameterError(str(exc)) from None
         self.output = PointCloudPublisher(self, "points", fields="xyzi", width=columns, height=rings,
-                                          block_count=self.block_count, memory=self.memory)  # type: ignore[arg-type]
+                                          block_count=self.block_count, memory=self.memory,  # type: ignore[arg-type]
+                                          reuse_delay=self.reuse_delay)
         self.start_timer()
 
     def emit(self) -> bool:

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from ros2_cuda_ipc_core import run_tool
+from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, check_reuse_delay, run_tool
 
 from .arrays import MemoryChoiceError, choose_memory
 from .container import ComponentSpec
@@ -35,8 +35,8 @@ from .parent_watch import PARENT_PID_VARIABLE
 from .pipeline_node import STATS_TOPIC
 from .pipelines import DEFAULT_SIZES, MIN_SIZES, PIPELINES, Pipeline, PipelineOptions
 
-__all__ = ["PipelineFailed", "add_run_arguments", "main", "options_from", "positive_number", "print_outcome", "run_pipeline",
-           "write_summary"]
+__all__ = ["PipelineFailed", "add_run_arguments", "main", "options_from", "positive_number", "print_outcome",
+           "reuse_delay_seconds", "run_pipeline", "write_summary"]
 
 SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080), "4k": (3840, 2160)}
 STARTUP_TIMEOUT = 60.0  # seconds for every node to report once (imports, DDS discovery, a slow CI machine)
@@ -59,6 +59,14 @@ def positive_number(kind: type) -> Any:
 
     parse.__name__ = f"positive {kind.__name__}"
     return parse
+
+
+def reuse_delay_seconds(text: str) -> float:
+    """A pool's ``reuse_delay``: a finite number of seconds, not negative."""
+    try:
+        return check_reuse_delay(float(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, not {text}") from None
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -90,6 +98,9 @@ def add_run_arguments(parser: argparse.ArgumentParser,
     parser.add_argument("--namespace", default=None, help="ROS namespace of the nodes (default: /PIPELINE)")
     parser.add_argument("--blocks", type=positive_number(int), default=4,
                         help="blocks in each publisher's pool; more absorb slower consumers (default: %(default)s)")
+    parser.add_argument("--reuse-delay", type=reuse_delay_seconds, default=DEFAULT_REUSE_DELAY, metavar="SECONDS",
+                        help="a published block is reused only this long after: a pool of N blocks publishes at "
+                             "most N / SECONDS frames a second (default: %(default)s)")
 
 
 def options_from(parser: argparse.ArgumentParser, args: argparse.Namespace,
@@ -110,7 +121,7 @@ def options_from(parser: argparse.ArgumentParser, args: argparse.Namespace,
     if args.blocks < 2:
         parser.error(f"argument --blocks: a pool needs at least 2 blocks, not {args.blocks}")
     return PipelineOptions(size[0], size[1], fps, memory, args.frames or 0, args.seconds or 0.0,
-                           namespace, args.out, args.blocks), why
+                           namespace, args.out, args.blocks, args.reuse_delay), why
 
 
 @dataclass

@@ -19,7 +19,7 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from std_msgs.msg import String
 
-from ros2_cuda_ipc_core import Ros2CudaIpcError, StaleDescriptorError
+from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, Ros2CudaIpcError, StaleDescriptorError, check_reuse_delay
 
 from .arrays import ArrayBackend, MemoryChoiceError, backend_for, choose_memory
 
@@ -60,6 +60,18 @@ class PipelineNode(Node):
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise ParameterError(f"parameter {name} must be {_KINDS[kind]}, not {value!r}")
         return value
+
+    def pool_parameters(self) -> tuple[int, float]:
+        """``block_count`` (default 4, at least 2) and ``reuse_delay`` (seconds before a published block is
+        reused, default 0.01, finite and not negative) of the pools this node publishes from."""
+        block_count = self.parameter("block_count", 4)
+        if block_count < 2:
+            raise ParameterError(f"block_count must be at least 2, not {block_count}")
+        try:
+            reuse_delay = check_reuse_delay(self.parameter("reuse_delay", DEFAULT_REUSE_DELAY))
+        except ValueError as exc:
+            raise ParameterError(str(exc)) from None
+        return block_count, reuse_delay
 
     def backend(self, memory: str) -> ArrayBackend | None:
         """The array library for frames in ``memory``, made once; None (said once, in the log) if there is none."""

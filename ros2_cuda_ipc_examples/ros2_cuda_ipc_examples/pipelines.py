@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY
+
 from .container import ComponentSpec
 from .scene import MIN_HEIGHT, MIN_WIDTH
 
@@ -32,6 +34,12 @@ class PipelineOptions:
     namespace: str = "/fanout"
     out_dir: Path = Path("pipeline-output")
     block_count: int = 4  # blocks of each publisher's pool
+    reuse_delay: float = DEFAULT_REUSE_DELAY  # seconds before a published block is reused
+
+    @property
+    def pool_parameters(self) -> dict[str, object]:
+        """The parameters of every node that publishes from a pool of its own."""
+        return {"block_count": self.block_count, "reuse_delay": float(self.reuse_delay)}
 
 
 @dataclass(frozen=True)
@@ -53,7 +61,7 @@ def _camera(options: PipelineOptions, subscribers: int, **extra: object) -> Comp
     return ComponentSpec(f"{_EXAMPLES}SyntheticCamera", "camera", options.namespace, {
         "width": options.width, "height": options.height, "fps": float(options.fps), "memory": options.memory,
         "frames": options.frames, "seconds": float(options.seconds), "wait_for_subscribers": subscribers,
-        "block_count": options.block_count, **extra})
+        **options.pool_parameters, **extra})
 
 
 def fanout(options: PipelineOptions) -> Pipeline:
@@ -61,8 +69,7 @@ def fanout(options: PipelineOptions) -> Pipeline:
     ns = options.namespace
     return Pipeline("fanout", [
         _camera(options, 3),
-        ComponentSpec(f"{_EXAMPLES}Preprocess", "preprocess", ns,
-                      {"block_count": options.block_count, "wait_for_subscribers": 1}),
+        ComponentSpec(f"{_EXAMPLES}Preprocess", "preprocess", ns, {**options.pool_parameters, "wait_for_subscribers": 1}),
         ComponentSpec(f"{_EXAMPLES}InferenceLike", "inference", ns),
         ComponentSpec(f"{_EXAMPLES}EncoderLike", "encoder", ns),
         ComponentSpec(f"{_EXAMPLES}Preview", "preview", ns, {"snapshot_path": str(options.out_dir.resolve() / "preview.png")}),
@@ -85,9 +92,8 @@ def lidar(options: PipelineOptions) -> Pipeline:
         ComponentSpec(f"{_EXAMPLES}SyntheticLidar", "lidar", ns, {
             "columns": options.width, "rings": options.height, "fps": float(options.fps), "memory": options.memory,
             "frames": options.frames, "seconds": float(options.seconds), "wait_for_subscribers": 1,
-            "block_count": options.block_count}),
-        ComponentSpec(f"{_EXAMPLES}VoxelDownsample", "voxel", ns,
-                      {"block_count": options.block_count, "wait_for_subscribers": 1}),
+            **options.pool_parameters}),
+        ComponentSpec(f"{_EXAMPLES}VoxelDownsample", "voxel", ns, {**options.pool_parameters, "wait_for_subscribers": 1}),
         ComponentSpec(f"{_EXAMPLES}CloudPreview", "preview", ns,
                       {"snapshot_path": str(options.out_dir.resolve() / "preview.png")}),
     ])

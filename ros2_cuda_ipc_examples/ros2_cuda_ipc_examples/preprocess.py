@@ -2,7 +2,8 @@
 
     ros2 run ros2_cuda_ipc_examples preprocess --ros-args -p out_width:=224 -p out_height:=224 -p dtype:=float16
 
-``wait_for_subscribers:=N`` (default 0) subscribes to the camera only once N nodes read ``preprocessed``.
+``wait_for_subscribers:=N`` (default 0) subscribes to the camera only once N nodes read ``preprocessed``;
+``block_count`` (4) and ``reuse_delay`` (0.01 s before a published block is reused) configure its pool.
 
 Nearest-neighbour resize, RGB order, ``(x / 255 - mean) / std`` per channel, written channel
 after channel into a block of its own pool (in the memory the frames came in) and republished
@@ -49,10 +50,10 @@ class Preprocess(ImageConsumer):
         rows = self.parameter("out_height", 224)
         cols = self.parameter("out_width", 224)
         dtype = self.parameter("dtype", "float32")
-        self.block_count = self.parameter("block_count", 4)
-        if rows < MIN_HEIGHT or cols < MIN_WIDTH or dtype not in DTYPES or self.block_count < 2:
+        if rows < MIN_HEIGHT or cols < MIN_WIDTH or dtype not in DTYPES:
             raise ParameterError(f"out_height ({rows}) must be at least {MIN_HEIGHT}, out_width ({cols}) at least "
-                                 f"{MIN_WIDTH}, dtype ({dtype!r}) one of {', '.join(DTYPES)}, block_count at least 2")
+                                 f"{MIN_WIDTH}, dtype ({dtype!r}) one of {', '.join(DTYPES)}")
+        self.block_count, self.reuse_delay = self.pool_parameters()
         self.layout = planar_layout(rows, cols, DTYPES[dtype])
         self.busy = 0
         self._out = self.create_publisher(GpuImage, "preprocessed", 10)
@@ -75,7 +76,8 @@ class Preprocess(ImageConsumer):
             self.pool.close()
             self.pool = None
         if self.pool is None:
-            self.pool = BlockManager(self.layout.byte_extent, block_count=self.block_count, memory=memory)  # type: ignore[arg-type]
+            self.pool = BlockManager(self.layout.byte_extent, block_count=self.block_count,
+                                     memory=memory, reuse_delay=self.reuse_delay)  # type: ignore[arg-type]
         return self.pool
 
     def process(self, image: Any, header: Any, encoding: str, arrays: ArrayBackend) -> None:

@@ -2,7 +2,8 @@
 
 Parameters: ``fps``, ``frames`` (0: no limit), ``seconds`` (0: no limit), ``wait_for_subscribers``
 (start once this many subscribe to ``output_topic``) and ``start_delay`` (then wait this long more,
-so the rest of the pipeline is connected too), ``memory`` (auto), ``block_count`` (4) and ``frame_id``.
+so the rest of the pipeline is connected too), ``memory`` (auto), ``block_count`` (4), ``reuse_delay``
+(0.01 s before a published block is reused) and ``frame_id``.
 Once done, the node idles and keeps reporting.
 """
 
@@ -39,10 +40,8 @@ class SourceNode(PipelineNode):
             raise ParameterError(f"fps ({fps}) must be positive, frames ({self.frames}), seconds ({self.seconds}), "
                                  f"start_delay ({self.start_delay}) and wait_for_subscribers not negative")
         self.fps = fps
-        self.block_count = self.parameter("block_count", 4)
+        self.block_count, self.reuse_delay = self.pool_parameters()
         self.frame_id = self.parameter("frame_id", default_frame_id)
-        if self.block_count < 2:
-            raise ParameterError(f"block_count must be at least 2, not {self.block_count}")
         self.memory, self.memory_reason = choose_memory(self.parameter("memory", "auto"))
         arrays = self.backend(self.memory)
         if arrays is None:

@@ -2,7 +2,8 @@
 
     ros2 run ros2_cuda_ipc_examples voxel_downsample --ros-args -p voxel:=0.25
 
-``wait_for_subscribers:=N`` (default 0) subscribes to ``points`` only once N nodes read ``downsampled``.
+``wait_for_subscribers:=N`` (default 0) subscribes to ``points`` only once N nodes read ``downsampled``;
+``block_count`` (4) and ``reuse_delay`` (0.01 s before a published block is reused) configure its pool.
 
 Reads ``points`` (``GpuPointCloud2``) as a tensor of the publisher's own memory
 (``torch.from_dlpack(view.xyz)``), checks the scan against its number, averages the points of every
@@ -35,9 +36,9 @@ class VoxelDownsample(PipelineNode):
         super().__init__("voxel_downsample", **kwargs)
         self.clouds: PointCloudPublisher | None = None
         self.voxel = self.parameter("voxel", 0.25)
-        self.block_count = self.parameter("block_count", 4)
-        if self.voxel <= 0 or self.block_count < 2:
-            raise ParameterError(f"voxel ({self.voxel}) must be positive and block_count ({self.block_count}) at least 2")
+        if self.voxel <= 0:
+            raise ParameterError(f"voxel ({self.voxel}) must be positive")
+        self.block_count, self.reuse_delay = self.pool_parameters()
         self.reader = PointCloudReader()
         self.busy = 0
         self._probes: dict[tuple[int, int], LidarProbe] = {}
@@ -80,7 +81,8 @@ class VoxelDownsample(PipelineNode):
             if self.clouds is not None:
                 self.clouds.close()
             self.clouds = PointCloudPublisher(self, "downsampled", fields="xyzi", width=capacity,
-                                              block_count=self.block_count, memory=memory)  # type: ignore[arg-type]
+                                              block_count=self.block_count, memory=memory,  # type: ignore[arg-type]
+                                              reuse_delay=self.reuse_delay)
         frame = self.clouds.borrow()
         if frame is None:
             self.busy += 1  # the preview still holds every block: this scan is not passed on

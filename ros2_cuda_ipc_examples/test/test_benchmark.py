@@ -30,12 +30,14 @@ def _has_gpu() -> bool:
 
 
 def test_both_modes_on_host_memory_write_well_formed_outputs(tmp_path: Path) -> None:
-    out = subprocess.run([*COMMAND, *SMOKE, "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([*COMMAND, *SMOKE, "--reuse-delay", "0", "--out", str(tmp_path / "run")], capture_output=True,
+                         text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Traceback" not in out.stderr
 
     run = json.loads((tmp_path / "run" / "results.json").read_text())
     assert run["command"][0] == "benchmark" and run["settings"]["memory_used"] == "host"
+    assert run["settings"]["reuse_delay"] == 0
     assert run["machine"]["cpu_count"] >= 1 and run["machine"]["rmw"]
     cases = [(row["mode"], row["payload"], row["transport"]) for row in run["results"]]
     assert sorted(cases) == sorted((mode, payload, transport) for mode in ("latency", "throughput")
@@ -55,6 +57,7 @@ def test_both_modes_on_host_memory_write_well_formed_outputs(tmp_path: Path) -> 
             assert row["rate_hz"] == 20
 
     table = (tmp_path / "run" / "results.md").read_text()
+    assert "4 blocks per pool, each reused no sooner than 0 ms after it was published" in table
     for heading in ("### Latency at 20 Hz", "### Where the time goes at 20 Hz", "### Throughput"):
         assert heading in table and heading in out.stdout
     for payload in PAYLOAD_BYTES:
@@ -98,6 +101,8 @@ BAD_ARGUMENTS = [
     (["--memory", "host", "--transports", "cuda"], "no transport left"),
     (["--mode", "fast"], "invalid choice: 'fast'"),
     (["--case-seconds", "0"], "--case-seconds: 0 is outside 1..3600"),
+    (["--reuse-delay", "-0.01"], "--reuse-delay: -0.01 is outside 0..1"),
+    (["--reuse-delay", "nan"], "--reuse-delay: nan is outside 0..1"),
 ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -16,7 +17,7 @@ import pytest
 from ros2_cuda_ipc_examples import demo
 from ros2_cuda_ipc_examples.arrays import cuda_unavailable_reason as unavailable_reason
 from ros2_cuda_ipc_examples.container import ComponentSpec
-from ros2_cuda_ipc_examples.pipeline import PipelineFailed, run_pipeline
+from ros2_cuda_ipc_examples.pipeline import PipelineFailed, add_run_arguments, options_from, run_pipeline
 from ros2_cuda_ipc_examples.pipelines import Pipeline, PipelineOptions, fanout, lidar
 from ros2_cuda_ipc_examples.png import read_png
 from ros2_cuda_ipc_examples.scene import Probe
@@ -148,6 +149,17 @@ def test_ctrl_c_stops_the_pipeline_with_exit_code_0_and_writes_the_summary(tmp_p
             os.kill(report["pid"], 0)  # every node's process is gone
 
 
+def test_blocks_and_reuse_delay_reach_every_node_that_publishes_from_a_pool():
+    parser = argparse.ArgumentParser()
+    add_run_arguments(parser)
+    options, _ = options_from(parser, parser.parse_args(["--memory", "host", "--blocks", "6", "--reuse-delay", "0"]))
+    assert (options.block_count, options.reuse_delay) == (6, 0.0)
+    for pipeline, owners in ((fanout(options), {"camera", "preprocess"}), (lidar(options), {"lidar", "voxel"})):
+        pools = {spec.name: (spec.parameters["block_count"], spec.parameters["reuse_delay"])
+                 for spec in pipeline.components if "block_count" in spec.parameters}
+        assert pools == dict.fromkeys(owners, (6, 0.0))
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--frames", "0"], "argument --frames: must be positive, not 0"),
     (["--frames", "-1"], "argument --frames: must be positive, not -1"),
@@ -156,6 +168,8 @@ def test_ctrl_c_stops_the_pipeline_with_exit_code_0_and_writes_the_summary(tmp_p
     (["--size", "10x10"], "argument --size: 10x10 is below the smallest fanout frame, 96x64"),
     (["--seconds", "nan?"], "'nan?' is not a number"),
     (["--blocks", "1"], "a pool needs at least 2 blocks"),
+    (["--reuse-delay", "-1"], "argument --reuse-delay: must be a finite number of seconds >= 0, not -1"),
+    (["--reuse-delay", "inf"], "argument --reuse-delay: must be a finite number of seconds >= 0, not inf"),
     (["--hop-seconds", "0"], "argument --hop-seconds: must be positive"),
 ])
 def test_demo_refuses_bad_arguments(capsys, args, message):

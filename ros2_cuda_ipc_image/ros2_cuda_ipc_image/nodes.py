@@ -39,7 +39,8 @@ class ImageToGpu(UploadBridge[ImagePublisher]):
 
     def make_publisher(self, msg: Image) -> ImagePublisher:
         return ImagePublisher(self, "gpu_image", width=msg.width, height=msg.height, encoding=msg.encoding,
-                              row_stride=msg.step, block_count=self.block_count, memory=self.memory)
+                              row_stride=msg.step, block_count=self.block_count, memory=self.memory,
+                              reuse_delay=self.reuse_delay)
 
     def upload(self, publisher: ImagePublisher, msg: Image) -> GpuImage | None:
         return publish_image_msg(publisher, msg)

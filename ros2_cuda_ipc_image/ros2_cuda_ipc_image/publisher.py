@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ros2_cuda_ipc_core import MemoryKind, StreamLike, TypedPublisher, copy_rows, strided_source
+from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, MemoryKind, StreamLike, TypedPublisher, copy_rows, strided_source
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
 from .encodings import check_consistent, encoding_layout
@@ -18,12 +18,14 @@ class ImagePublisher(TypedPublisher[ImageLayout, GpuImage]):
     """Publishes images of one geometry without copying them: borrow a frame, fill it, publish it.
 
     Give either ``encoding`` or ``dtype`` + ``channels``.  Rows are ``row_stride`` bytes apart,
-    by default the row size rounded up to ``row_alignment``.
+    by default the row size rounded up to ``row_alignment``.  ``block_count``, ``memory``, ``device``
+    and ``reuse_delay`` (seconds before a published block is reused) configure the pool as in ``TypedPublisher``.
     """
 
     def __init__(self, node: Any, topic: str, *, width: int, height: int, encoding: str | None = None,
                  dtype: Any = None, channels: int | None = None, row_alignment: int = 1, row_stride: int | None = None,
-                 block_count: int = 4, memory: MemoryKind = "auto", device: int = 0, qos: Any = 10) -> None:
+                 block_count: int = 4, memory: MemoryKind = "auto", device: int = 0, qos: Any = 10,
+                 reuse_delay: float = DEFAULT_REUSE_DELAY) -> None:
         if encoding:
             enc_dtype, enc_channels = encoding_layout(encoding)
             dtype = enc_dtype if dtype is None else np.dtype(dtype)
@@ -39,7 +41,7 @@ class ImagePublisher(TypedPublisher[ImageLayout, GpuImage]):
         if stride < row_bytes:
             raise ValueError(f"row_stride {stride} is shorter than a row of {row_bytes} bytes")
         super().__init__(node, topic, GpuImage, packed_layout(height, width, channels, dtype, stride, encoding or ""),
-                         block_count=block_count, memory=memory, device=device, qos=qos)
+                         block_count=block_count, memory=memory, device=device, qos=qos, reuse_delay=reuse_delay)
 
     def borrow(self, timeout: float = 0.0) -> ImageFrame | None:
         """A writable frame, or None if every block is still in use after ``timeout`` seconds."""

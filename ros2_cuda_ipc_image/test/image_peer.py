@@ -24,8 +24,7 @@ def publisher(count: int) -> None:
     node = rclpy.create_node("image_test_publisher")
     gate = AckGate(node, "image_test_acks")
     pub = ImagePublisher(node, "image_test_frames", width=WIDTH, height=HEIGHT, encoding="bgr8",
-                         row_alignment=ROW_ALIGNMENT, memory="host", block_count=4, qos=100)
-    pub.pool.reuse_delay = 0
+                         row_alignment=ROW_ALIGNMENT, memory="host", block_count=4, qos=100, reuse_delay=0)
     base = base_pattern()
     if not gate.wait_for_subscribers(1):
         raise SystemExit("the reader did not appear within 60 s (DDS discovery)")

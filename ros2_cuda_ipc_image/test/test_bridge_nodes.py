@@ -4,6 +4,7 @@
 import numpy as np
 import pytest
 import rclpy
+from block_reuse import BAD_REUSE_DELAYS
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import Image
 from spinning import spin_until
@@ -74,7 +75,8 @@ def test_gpu_to_image_downloads_nothing_without_subscribers(node):
 
 
 def test_image_to_gpu_publishes_frames(node):
-    bridge = ImageToGpu(parameter_overrides=[rclpy.parameter.Parameter("memory", value="host")])
+    bridge = ImageToGpu(parameter_overrides=[rclpy.parameter.Parameter("memory", value="host"),
+                                             rclpy.parameter.Parameter("reuse_delay", value=0)])  # as reuse_delay:=0
     executor = SingleThreadedExecutor()
     executor.add_node(bridge)
     executor.add_node(node)
@@ -89,8 +91,15 @@ def test_image_to_gpu_publishes_frames(node):
         assert spin_until(executor, lambda: got)
         assert list(got[0].shape) == [2, 3, 1] and list(got[0].strides) == [4, 1, 1]
         assert bridge.publisher is not None and bridge.publisher.pool.memory == "host"
+        assert bridge.publisher.pool.reuse_delay == 0
     finally:
         node.destroy_subscription(sub)
         node.destroy_publisher(cam)
         executor.remove_node(bridge)
         bridge.destroy_node()
+
+
+@pytest.mark.parametrize("delay", [*BAD_REUSE_DELAYS, "soon"])
+def test_image_to_gpu_refuses_a_bad_reuse_delay_by_name(delay):
+    with pytest.raises(ValueError, match="reuse_delay must be a finite number of seconds >= 0"):
+        ImageToGpu(parameter_overrides=[rclpy.parameter.Parameter("reuse_delay", value=delay)])

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from block_reuse import BAD_REUSE_DELAYS, republish_once_released
 
 from ros2_cuda_ipc_core import InvalidDescriptorError
 from ros2_cuda_ipc_image import ImagePublisher, ImageReader
@@ -83,3 +84,15 @@ def test_publisher_arguments_are_checked(node):
         ImagePublisher(node, "bad", width=4, height=4, encoding="rgb8", channels=4)
     with pytest.raises(ValueError, match="row_stride"):
         ImagePublisher(node, "bad", width=4, height=4, encoding="rgb8", row_stride=11)
+
+
+@pytest.mark.parametrize("delay", BAD_REUSE_DELAYS)
+def test_a_negative_or_non_finite_reuse_delay_is_refused(node, delay):
+    with pytest.raises(ValueError, match="reuse_delay must be a finite number of seconds >= 0"):
+        ImagePublisher(node, "bad", width=4, height=4, encoding="rgb8", memory="host", reuse_delay=delay)
+
+
+def test_reuse_delay_zero_publishes_a_block_again_as_soon_as_its_reader_lets_go(node):
+    with ImagePublisher(node, "image_reuse", width=8, height=4, encoding="rgb8", memory="host", block_count=1,
+                        reuse_delay=0) as pub:
+        republish_once_released(pub, ImageReader())

@@ -48,7 +48,7 @@ class PointCloud2ToGpu(UploadBridge[PointCloudPublisher]):
         cloud = CloudLayout.from_message(msg).validate(len(msg.data))
         return PointCloudPublisher(self, "gpu_points", fields=list(msg.fields), width=cloud.width, height=cloud.height,
                                    point_step=cloud.point_step, row_step=cloud.row_step, block_count=self.block_count,
-                                   memory=self.memory)
+                                   memory=self.memory, reuse_delay=self.reuse_delay)
 
     def upload(self, publisher: PointCloudPublisher, msg: PointCloud2) -> GpuPointCloud2 | None:
         return publish_pointcloud2_msg(publisher, msg)

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ros2_cuda_ipc_core import MemoryKind, StreamLike, TypedPublisher, copy_strided, strided_source
+from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, MemoryKind, StreamLike, TypedPublisher, copy_strided, strided_source
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 
 from .fields import fields_from_dtype
@@ -21,17 +21,19 @@ class PointCloudPublisher(TypedPublisher[CloudLayout, GpuPointCloud2]):
     ``fields``: a list of ``sensor_msgs/PointField``, a numpy structured dtype (offsets and itemsize
     kept), or a named layout (``"xyz"``, ``"xyzi"``, ``"xyzrgb"``, ``"ouster"``, ``"velodyne"``,
     ``"livox"``).  ``width`` x ``height`` is the capacity; unorganized clouds (height 1) say at
-    ``publish(width=n)`` how many points a message carries.
+    ``publish(width=n)`` how many points a message carries.  ``block_count``, ``memory``, ``device`` and
+    ``reuse_delay`` (seconds before a published block is reused) configure the pool as in ``TypedPublisher``.
     """
 
     def __init__(self, node: Any, topic: str, *, fields: Any, width: int, height: int = 1,
                  point_step: int | None = None, row_step: int | None = None, block_count: int = 4,
-                 memory: MemoryKind = "auto", device: int = 0, qos: Any = 10) -> None:
+                 memory: MemoryKind = "auto", device: int = 0, qos: Any = 10,
+                 reuse_delay: float = DEFAULT_REUSE_DELAY) -> None:
         if width <= 0 or height <= 0:
             raise ValueError(f"width={width} and height={height} must be positive (they are the capacity)")
         layout = CloudLayout.create(fields, width, height, point_step, row_step)
         super().__init__(node, topic, GpuPointCloud2, layout, block_count=block_count, memory=memory, device=device,
-                         qos=qos)
+                         qos=qos, reuse_delay=reuse_delay)
 
     def borrow(self, timeout: float = 0.0) -> CloudFrame | None:
         """A writable cloud of the full capacity, or None if every block is still in use after ``timeout`` seconds."""

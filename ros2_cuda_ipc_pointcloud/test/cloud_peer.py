@@ -30,8 +30,7 @@ def publisher(count: int) -> None:
     node = rclpy.create_node("cloud_test_publisher")
     gate = AckGate(node, "cloud_test_acks")
     pub = PointCloudPublisher(node, "cloud_test_points", fields="ouster", width=1024, height=128, memory="host",
-                              block_count=4, qos=100)
-    pub.pool.reuse_delay = 0
+                              block_count=4, qos=100, reuse_delay=0)
     base = base_fields()
     if not gate.wait_for_subscribers(1):
         raise SystemExit("the reader did not appear within 60 s (DDS discovery)")

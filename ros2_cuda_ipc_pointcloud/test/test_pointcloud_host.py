@@ -4,6 +4,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from block_reuse import BAD_REUSE_DELAYS, republish_once_released
 from cloud_samples import SAMPLES, field_values, sample_bytes
 from sensor_msgs.msg import PointField
 
@@ -154,6 +155,18 @@ def test_publisher_arguments_are_checked(node):
     with pytest.raises(ValueError, match="row_step 100 is shorter"):
         PointCloudPublisher(node, "pc_bad", fields="xyz", width=10, height=2, row_step=100)
     assert CloudLayout.create("xyz", 10).point_step == 12
+
+
+@pytest.mark.parametrize("delay", BAD_REUSE_DELAYS)
+def test_a_negative_or_non_finite_reuse_delay_is_refused(node, delay):
+    with pytest.raises(ValueError, match="reuse_delay must be a finite number of seconds >= 0"):
+        PointCloudPublisher(node, "pc_bad", fields="xyz", width=10, memory="host", reuse_delay=delay)
+
+
+def test_reuse_delay_zero_publishes_a_block_again_as_soon_as_its_reader_lets_go(node):
+    with PointCloudPublisher(node, "pc_reuse", fields="xyzi", width=16, memory="host", block_count=1,
+                             reuse_delay=0) as pub:
+        republish_once_released(pub, PointCloudReader())
 
 
 def test_big_endian_and_counted_fields_read_as_sent(node):

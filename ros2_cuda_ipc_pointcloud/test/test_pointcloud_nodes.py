@@ -7,6 +7,7 @@ import time
 
 import pytest
 import rclpy
+from block_reuse import BAD_REUSE_DELAYS
 from cloud_samples import SAMPLES, cloud_msg, sample_bytes
 from rcl_interfaces.srv import ListParameters
 from rclpy.executors import SingleThreadedExecutor
@@ -52,7 +53,8 @@ def test_both_bridges_in_a_row_give_back_the_same_bytes(node, memory):
 
 
 def test_pool_is_kept_for_smaller_clouds_and_remade_for_a_new_layout(node):
-    to_gpu = PointCloud2ToGpu(parameter_overrides=[rclpy.parameter.Parameter("memory", value="host")])
+    to_gpu = PointCloud2ToGpu(parameter_overrides=[rclpy.parameter.Parameter("memory", value="host"),
+                                                   rclpy.parameter.Parameter("reuse_delay", value=0.0)])
     executor = SingleThreadedExecutor()
     executor.add_node(to_gpu)
     executor.add_node(node)
@@ -70,6 +72,7 @@ def test_pool_is_kept_for_smaller_clouds_and_remade_for_a_new_layout(node):
             pools.append(bytes(got[-1].core.pool_id))
             assert got[-1].width == width and got[-1].point_step == layout.point_step
         assert pools[0] == pools[1] != pools[2] != pools[3]
+        assert to_gpu.publisher is not None and to_gpu.publisher.pool.reuse_delay == 0
     finally:
         node.destroy_subscription(sub)
         node.destroy_publisher(lidar)
@@ -91,6 +94,12 @@ def test_gpu_to_pointcloud2_downloads_nothing_without_subscribers(node):
         finally:
             executor.remove_node(bridge)
             bridge.destroy_node()
+
+
+@pytest.mark.parametrize("delay", [*BAD_REUSE_DELAYS, "soon"])
+def test_pointcloud2_to_gpu_refuses_a_bad_reuse_delay_by_name(delay):
+    with pytest.raises(ValueError, match="reuse_delay must be a finite number of seconds >= 0"):
+        PointCloud2ToGpu(parameter_overrides=[rclpy.parameter.Parameter("reuse_delay", value=delay)])
 
 
 def wait_until_answering(node, name: str, proc: subprocess.Popen, timeout: float = 60.0) -> bool:

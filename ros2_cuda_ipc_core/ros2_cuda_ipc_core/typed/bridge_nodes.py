@@ -11,10 +11,11 @@ import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
 
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 
 from ..errors import Ros2CudaIpcError
-from ..pool import MemoryKind
+from ..pool import DEFAULT_REUSE_DELAY, MemoryKind, check_reuse_delay
 from .publisher import TypedPublisher
 from .reader import TypedReader
 from .view import TypedView
@@ -76,14 +77,18 @@ class UploadBridge(Node, Generic[P]):
     Subclasses say whether a message fits the current publisher (``fits``), how to make one sized by a
     message (``make_publisher``; the first message and any that does not fit get a new one, the old one is
     closed) and how to upload (``upload``).  Parameters:
-    ``memory`` ("auto", "cuda", "host"), ``block_count``, ``stats_period``.  A message that cannot be
-    published is counted and logged, never raised.
+    ``memory`` ("auto", "cuda", "host"), ``block_count``, ``reuse_delay`` (seconds before a published block
+    is reused, default 0.01; a negative or non-finite one is a ValueError here), ``stats_period``.  A message
+    that cannot be published is counted and logged, never raised.
     """
 
     def __init__(self, node_name: str, in_type: type, in_topic: str, item: str, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         self.memory = cast(MemoryKind, str(self.declare_parameter("memory", "auto").value))
         self.block_count = int(self.declare_parameter("block_count", 4).value)
+        # Any number (reuse_delay:=0 is an integer to ROS); check_reuse_delay refuses the rest, naming it.
+        any_number = ParameterDescriptor(dynamic_typing=True)
+        self.reuse_delay = check_reuse_delay(self.declare_parameter("reuse_delay", DEFAULT_REUSE_DELAY, any_number).value)
         self.publisher: P | None = None
         self.dropped = 0
         self._item = item
@@ -95,7 +100,7 @@ class UploadBridge(Node, Generic[P]):
         raise NotImplementedError
 
     def make_publisher(self, msg: Any) -> P:
-        """A publisher (on this node, with :attr:`memory` and :attr:`block_count`) sized for ``msg``."""
+        """A publisher (on this node, with :attr:`memory`, :attr:`block_count`, :attr:`reuse_delay`) sized for ``msg``."""
         raise NotImplementedError
 
     def upload(self, publisher: P, msg: Any) -> Any | None:

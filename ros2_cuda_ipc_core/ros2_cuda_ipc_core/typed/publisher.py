@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
-from ..pool import BlockManager, MemoryKind
+from ..pool import DEFAULT_REUSE_DELAY, BlockManager, MemoryKind
 from ..publish_block import PublishBlock
 from ..streams import StreamLike
 from ..transfer import copy_rows
@@ -24,14 +24,18 @@ class TypedPublisher(Generic[L, M]):
 
     The message type must have a ``header`` and a ``core`` (``BufferCore``) field; ``layout.fill_message``
     writes the rest.  Blocks hold ``block_size`` bytes, by default the layout's ``padded_extent``.
+    A published block is reused only ``reuse_delay`` seconds later (default 10 ms, so that its descriptor
+    is not overtaken in flight): ``block_count / reuse_delay`` publishes a second at most, 400 with the
+    defaults; 0 lets a block be reused as soon as its readers let go.  Negative or non-finite: ValueError.
     """
 
     def __init__(self, node: Any, topic: str, message_type: type[M], layout: L, *, block_size: int | None = None,
-                 block_count: int = 4, memory: MemoryKind = "auto", device: int = 0, qos: Any = 10) -> None:
+                 block_count: int = 4, memory: MemoryKind = "auto", device: int = 0, qos: Any = 10,
+                 reuse_delay: float = DEFAULT_REUSE_DELAY) -> None:
         self.layout = layout
         self.message_type = message_type
         self.pool = BlockManager(block_size or layout.padded_extent, block_count=block_count, memory=memory,
-                                 device=device)
+                                 device=device, reuse_delay=reuse_delay)
         self.topic = topic
         self._node = node
         self._publisher = node.create_publisher(message_type, topic, qos)

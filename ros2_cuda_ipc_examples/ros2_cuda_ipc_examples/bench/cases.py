@@ -48,6 +48,7 @@ class Plan:
     memory: str  # "cuda" or "host": where sensor_msgs frames start and end
     gpu_library: str | None
     blocks: int
+    reuse_delay: float  # seconds before a published block is reused
     in_flight: int
     case_seconds: float  # throughput mode: a case stops sending after this long
 
@@ -82,7 +83,7 @@ class Plan:
 
 
 def make_plan(modes: list[str], transports: list[str], payloads: list[Payload], rates: list[float], frames: int,
-              warmup: int, memory: str, gpu_library: str | None, blocks: int, in_flight: int,
+              warmup: int, memory: str, gpu_library: str | None, blocks: int, reuse_delay: float, in_flight: int,
               case_seconds: float) -> Plan:
     """Cases grouped by mode and rate, then payload; a payload's transports run back to back."""
     cases: list[Case] = []
@@ -91,4 +92,4 @@ def make_plan(modes: list[str], transports: list[str], payloads: list[Payload], 
             for payload in payloads:
                 for transport in transports:
                     cases.append(Case(len(cases), mode, transport, payload, rate, frames, warmup))
-    return Plan(tuple(cases), memory, gpu_library, blocks, in_flight, case_seconds)
+    return Plan(tuple(cases), memory, gpu_library, blocks, reuse_delay, in_flight, case_seconds)

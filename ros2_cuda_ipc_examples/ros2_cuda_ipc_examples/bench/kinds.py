@@ -34,11 +34,11 @@ class ImageKind:
 
         return Image
 
-    def publisher(self, node: Any, payload: Payload, memory: str, blocks: int, qos: Any) -> Any:
+    def publisher(self, node: Any, payload: Payload, memory: str, blocks: int, reuse_delay: float, qos: Any) -> Any:
         from ros2_cuda_ipc_image import ImagePublisher
 
         return ImagePublisher(node, self.gpu_topic, width=payload.width, height=payload.height, encoding="rgba8",
-                              memory=memory, block_count=blocks, qos=qos)  # type: ignore[arg-type]
+                              memory=memory, block_count=blocks, reuse_delay=reuse_delay, qos=qos)  # type: ignore[arg-type]
 
     def reader(self) -> Any:
         from ros2_cuda_ipc_image import ImageReader
@@ -88,11 +88,12 @@ class CloudKind:
 
         return CloudLayout.create(self.fields, payload.width, payload.height)
 
-    def publisher(self, node: Any, payload: Payload, memory: str, blocks: int, qos: Any) -> Any:
+    def publisher(self, node: Any, payload: Payload, memory: str, blocks: int, reuse_delay: float, qos: Any) -> Any:
         from ros2_cuda_ipc_pointcloud import PointCloudPublisher
 
         return PointCloudPublisher(node, self.gpu_topic, fields=self.fields, width=payload.width, height=payload.height,
-                                   memory=memory, block_count=blocks, qos=qos)  # type: ignore[arg-type]
+                                   memory=memory, block_count=blocks, reuse_delay=reuse_delay,  # type: ignore[arg-type]
+                                   qos=qos)
 
     def reader(self) -> Any:
         from ros2_cuda_ipc_pointcloud import PointCloudReader

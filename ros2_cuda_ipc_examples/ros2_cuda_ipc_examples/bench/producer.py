@@ -59,7 +59,8 @@ class Producer:
         self.check_consumer = check_consumer
         self.host = HostArrays()
         self.gpu = gpu_arrays(plan.gpu_library) if plan.gpu_library else None
-        self.typed = {(memory, payload): KINDS[payload.kind].publisher(node, payload, memory, plan.blocks, data_qos())
+        self.typed = {(memory, payload): KINDS[payload.kind].publisher(node, payload, memory, plan.blocks, plan.reuse_delay,
+                                                                       data_qos())
                       for memory, payload in plan.pools()}
         self.floor = {kind: node.create_publisher(KINDS[kind].gpu_message, KINDS[kind].gpu_topic, data_qos())
                       for kind in {case.payload.kind for case in plan.cases if case.transport == "floor"}}

@@ -212,6 +212,12 @@ def problem_notes(results: list[dict[str, Any]]) -> list[str]:
     return ["### Frames not verified", "", *notes, ""] if notes else []
 
 
+def _reuse(settings: dict[str, Any]) -> str:
+    """How soon a block is reused; runs recorded before ``--reuse-delay`` existed used the default, 10 ms."""
+    delay = settings.get("reuse_delay", 0.01)
+    return f", each reused no sooner than {delay * 1000:g} ms after it was published"
+
+
 def run_summary(run: dict[str, Any]) -> list[str]:
     """The command, the machine and the settings, above the tables."""
     machine, settings = run["machine"], run["settings"]
@@ -225,7 +231,7 @@ def run_summary(run: dict[str, Any]) -> list[str]:
             f"- frames live in {where}" + (f", touched with {settings['gpu_library_used']} on its own stream"
                                            if settings["gpu_library_used"] else "")
             + f"; {settings['frames']} measured frames per case after {settings['warmup']} warm-up frames; "
-            f"{settings['blocks']} blocks per pool", *(f"- {note}" for note in settings["notes"]), ""]
+            f"{settings['blocks']} blocks per pool" + _reuse(settings), *(f"- {note}" for note in settings["notes"]), ""]
 
 
 def markdown(run: dict[str, Any]) -> str:
