@@ -47,6 +47,16 @@ def unavailable_reason(device: int = 0) -> str | None:
     return None
 
 
+@functools.cache
+def device_count() -> int:
+    """CUDA devices on this machine (0 without a usable driver)."""
+    if unavailable_reason(0) is not None:
+        return 0
+    from cuda.bindings import driver
+
+    return int(driver_call(driver.cuDeviceGetCount))
+
+
 def require_cuda(device: int) -> None:
     reason = unavailable_reason(device)
     if reason is not None:

@@ -20,8 +20,8 @@ import numpy as np
 
 from .collected import when_collected
 from .cuda_array import CudaArray
-from .cuda_context import driver, on_device
-from .cuda_driver import driver_call, require_cuda
+from .cuda_context import context_for, driver, on_device
+from .cuda_driver import device_count, driver_call, require_cuda
 from .cuda_releaser import releaser
 from .cuda_vmm import (
     allocation_prop,
@@ -36,6 +36,7 @@ from .cuda_vmm import (
 from .errors import CudaDriverError, DeviceMismatchError, InvalidDescriptorError, Ros2CudaIpcError
 from .layout import MEMORY_CUDA, PoolHeader
 from .streams import StreamLike, stream_handle
+from .views import check_layout
 
 if TYPE_CHECKING:
     from .descriptor import Descriptor
@@ -117,8 +118,6 @@ class _CudaBlocks:
         """A view of ``[start, start + limit)``.  A reader's view orders a consumer's stream after the producer
         on export, unless the producer's writes had finished when it was read (``ready``) or the consumer
         uses ``ordered_stream``, the stream the read already ordered."""
-        from .views import check_layout
-
         dtype = np.dtype(dtype)
         shape, strides = check_layout(shape, strides, dtype.itemsize, offset, limit)
         order_on = None if ready else self._order_after(start, ordered_stream)
@@ -172,8 +171,9 @@ class CudaMemory(_CudaBlocks):
 
     def record_ready(self, block_id: int, stream: StreamLike) -> np.ndarray:
         """Record block ``block_id``'s ready event on the producer's ``stream``; its IPC handle goes in the descriptor."""
-        with on_device(self.device):
-            driver_call(driver().cuEventRecord, self._events[block_id], stream_handle(stream))
+        handle = stream_handle(stream)
+        with context_for(handle, self.device):
+            driver_call(driver().cuEventRecord, self._events[block_id], handle)
         return self._event_handles[block_id]
 
     def ready_event(self, block_id: int) -> Any:
@@ -237,11 +237,13 @@ class ImportedCudaMemory(_CudaBlocks):
         if cached is not None and cached[0] == handle:
             return cached[1]
         try:
-            event = open_event_handle(handle)
+            with on_device(self.device):
+                event = open_event_handle(handle)
         except CudaDriverError as exc:
             raise InvalidDescriptorError(f"event_handle of block {block_id} does not open: {exc}") from None
         if cached is not None:
-            driver().cuEventDestroy(cached[1])
+            with on_device(self.device):
+                driver().cuEventDestroy(cached[1])
         self._events[block_id] = (handle, event)
         return event
 
@@ -249,13 +251,16 @@ class ImportedCudaMemory(_CudaBlocks):
         """Make ``stream`` wait for the producer's writes to the block; the host does not wait.
 
         Returns whether those writes had finished already (then no consumer stream needs to wait).
+        On a one-GPU machine every stream is on the block's device: no need to ask the driver.
         """
-        with on_device(self.device):
+        event = self._ready_event(desc.block_id, desc.event_handle)
+        if device_count() > 1:
             device = stream_device(stream)
             if device is not None and device != self.device:
                 raise DeviceMismatchError(f"the stream is on CUDA device {device}, the block is on device "
                                           f"{self.device}: read it with a stream of the block's device")
-            return wait_unless_done(stream, self._ready_event(desc.block_id, desc.event_handle))
+        with context_for(stream, self.device):
+            return wait_unless_done(stream, event)
 
     def _order_after(self, start: int, ordered_stream: int | None) -> Callable[[int], None]:
         block_id = start // self._block_size
@@ -264,7 +269,7 @@ class ImportedCudaMemory(_CudaBlocks):
             if stream == ordered_stream:
                 return  # read() made this very stream wait already
             event = self._local.ready_event(block_id) if self._local is not None else self._events[block_id][1]
-            with on_device(self.device):
+            with context_for(stream, self.device):
                 wait_unless_done(stream, event)
 
         return order_on

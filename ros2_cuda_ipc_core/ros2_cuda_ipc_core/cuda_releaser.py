@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .cuda_context import driver, make_current, on_device
+from .cuda_context import context_for, driver, make_current, on_device
 from .cuda_driver import driver_call
 
 log = logging.getLogger("ros2_cuda_ipc")
@@ -36,13 +36,14 @@ class Releaser:
             if pool:
                 return pool.pop()
         cu = driver()
-        return driver_call(cu.cuEventCreate, cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+        with on_device(device):
+            return driver_call(cu.cuEventCreate, cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 
     def release_after(self, device: int, stream: int, release: Callable[[], None]) -> None:
         """Call ``release`` once the work queued on ``stream`` (of ``device``) so far has finished: at once,
         without the worker, when the stream is idle already (a consumer that synchronized, say)."""
         cu = driver()
-        with on_device(device):
+        with context_for(stream, device):
             idle = cu.cuStreamQuery(stream)[0] == cu.CUresult.CUDA_SUCCESS
             if not idle:
                 event = self._event(device)

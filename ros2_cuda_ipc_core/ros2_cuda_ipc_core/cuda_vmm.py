@@ -12,7 +12,7 @@ import functools
 import logging
 from typing import Any
 
-from .cuda_context import driver
+from .cuda_context import DEFAULT_STREAMS, driver
 from .cuda_driver import driver_call
 
 log = logging.getLogger("ros2_cuda_ipc")
@@ -98,6 +98,6 @@ def wait_unless_done(stream: int, event: Any) -> bool:
 
 def stream_device(stream: int) -> int | None:
     """The device a stream belongs to; None for the default streams (they follow the current context)."""
-    if stream in (0, 1, 2):
+    if stream in DEFAULT_STREAMS:
         return None
     return int(driver_call(driver().cuStreamGetDevice, stream))

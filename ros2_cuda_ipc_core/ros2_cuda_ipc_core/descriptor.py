@@ -89,19 +89,28 @@ class Descriptor:
     def from_message(cls, core: Any) -> Descriptor:
         """Check every field of a ``BufferCore`` (or anything with its attributes)."""
         try:
-            socket_path = core.socket_path
-            if not isinstance(socket_path, str):
-                raise InvalidDescriptorError(f"socket_path is {type(socket_path).__name__}, not str")
-            socket_address(socket_path)
-            memory = _uint(core.memory, "memory", 255)
-            if memory not in MEMORY_NAMES:
-                raise InvalidDescriptorError(f"memory={memory} is not MEMORY_HOST (0) or MEMORY_CUDA (1)")
-            return cls(socket_path, _octets(core.pool_id, "pool_id", 16), _uint(core.block_id, "block_id", _U32),
-                       _uint(core.uid, "uid", _U64), _uint(core.publisher_pid, "publisher_pid", _U32), memory,
-                       _uint(core.device_id, "device_id", _U32), _octets(core.event_handle, "event_handle", 64),
-                       _uint(core.byte_size, "byte_size", _U64))
+            socket_path, memory, block_id, uid = core.socket_path, core.memory, core.block_id, core.uid
+            publisher_pid, device_id, byte_size = core.publisher_pid, core.device_id, core.byte_size
+            pool_id, event_handle = core.pool_id, core.event_handle
         except AttributeError as exc:
             raise InvalidDescriptorError(f"not a BufferCore: {exc}") from None
+        if type(socket_path) is not str:
+            raise InvalidDescriptorError(f"socket_path is {type(socket_path).__name__}, not str")
+        socket_address(socket_path)
+        # Deserialized messages hold plain ints: checked in one expression, as this runs for every frame;
+        # anything else goes through the field-by-field checks that name the culprit.
+        if not (type(memory) is int and type(block_id) is int and type(uid) is int and type(publisher_pid) is int
+                and type(device_id) is int and type(byte_size) is int and memory in MEMORY_NAMES
+                and 0 <= block_id <= _U32 and 0 <= uid <= _U64 and 0 <= publisher_pid <= _U32
+                and 0 <= device_id <= _U32 and 0 <= byte_size <= _U64):
+            memory = _uint(memory, "memory", 255)
+            if memory not in MEMORY_NAMES:
+                raise InvalidDescriptorError(f"memory={memory} is not MEMORY_HOST (0) or MEMORY_CUDA (1)")
+            block_id, uid = _uint(block_id, "block_id", _U32), _uint(uid, "uid", _U64)
+            publisher_pid, device_id = _uint(publisher_pid, "publisher_pid", _U32), _uint(device_id, "device_id", _U32)
+            byte_size = _uint(byte_size, "byte_size", _U64)
+        return cls(socket_path, _octets(pool_id, "pool_id", 16), block_id, uid, publisher_pid, memory, device_id,
+                   _octets(event_handle, "event_handle", 64), byte_size)
 
     @property
     def pool_name(self) -> str:

@@ -92,6 +92,10 @@ _DELETE_ADDRESS = ctypes.cast(_delete, ctypes.c_void_p).value
 _DESTROY_ADDRESS = ctypes.cast(_destroy_capsule, ctypes.c_void_p)
 
 
+#: Shape and strides as ``struct`` layouts, by ndim (made once: parsing a format costs more than packing).
+_ARRAYS: dict[int, struct.Struct] = {}
+
+
 def dl_dtype(dtype: np.dtype) -> DLDataType:
     code = _TYPE_CODES.get(dtype.kind)
     if code is None:
@@ -111,7 +115,7 @@ def make_capsule(owner: Any, address: int, device: tuple[int, int], shape: tuple
     # One buffer holds the managed tensor and its shape and strides arrays, written by struct in one go:
     # a capsule is made for every frame a framework takes, and a ctypes object per field costs several times more.
     header = _VERSIONED if versioned else _UNVERSIONED
-    arrays = struct.Struct(f"<{2 * ndim}q")
+    arrays = _ARRAYS.get(ndim) or _ARRAYS.setdefault(ndim, struct.Struct(f"<{2 * ndim}q"))
     memory = ctypes.create_string_buffer(header.size + arrays.size)
     base = ctypes.addressof(memory)
     shape_at, strides_at = base + header.size, base + header.size + 8 * ndim

@@ -38,8 +38,9 @@ class LeaseFile:
         return request
 
     def _set(self, kind: int, byte: int) -> bool:
+        request = self._requests.get((kind, byte)) or self._request(kind, byte)
         try:
-            fcntl.fcntl(self.fd, fcntl.F_OFD_SETLK, self._request(kind, byte))
+            fcntl.fcntl(self.fd, fcntl.F_OFD_SETLK, request)
         except OSError as exc:
             if exc.errno in _BUSY:
                 return False
@@ -59,7 +60,8 @@ class LeaseFile:
 
     def held_by_others(self, byte: int) -> bool:
         """Whether another open file description holds any lock on ``byte`` (F_OFD_GETLK)."""
-        kind = _FLOCK.unpack(fcntl.fcntl(self.fd, fcntl.F_OFD_GETLK, self._request(fcntl.F_WRLCK, byte)))[0]
+        request = self._requests.get((fcntl.F_WRLCK, byte)) or self._request(fcntl.F_WRLCK, byte)
+        kind = _FLOCK.unpack(fcntl.fcntl(self.fd, fcntl.F_OFD_GETLK, request))[0]
         return kind != fcntl.F_UNLCK
 
     def close(self) -> None:

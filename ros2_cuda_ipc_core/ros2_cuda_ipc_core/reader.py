@@ -56,8 +56,6 @@ class Reader:
         """
         try:
             desc = Descriptor.from_message(core)
-            if desc.memory == MEMORY_CUDA:
-                require_cuda(desc.device_id)
             handle_stream = stream_handle(stream)
             if time.monotonic() >= self._next_liveness_check:
                 self._drop_dead_pools()
@@ -105,6 +103,8 @@ class Reader:
                 self._pools.move_to_end(desc.pool_id)
                 return pool
             self._forget(desc.pool_id)  # closed here (its same-process publisher closed): import afresh or fail
+        if desc.memory == MEMORY_CUDA:
+            require_cuda(desc.device_id)  # here, not per read: a cached CUDA pool proves CUDA works
         local = local_pools.get(desc.pool_id) if desc.publisher_pid == os.getpid() else None
         if local is not None:
             pool = local.same_process_import()
