@@ -3,13 +3,15 @@
 A publisher that must prove *every* message is read cannot outrun its readers by more than
 its pool: ``AckGate`` holds it back until the slowest subscriber has acknowledged, and
 ``Acker`` acknowledges only once this process's lease is really given back (CUDA leases go
-back asynchronously).  The root ``conftest.py`` puts this folder on ``sys.path`` and ``PYTHONPATH``, so
+back asynchronously); :func:`publish_acknowledged` and :func:`receive_acknowledged` are the two
+ends of such a run.  The root ``conftest.py`` puts this folder on ``sys.path`` and ``PYTHONPATH``, so
 tests and the peer processes they start import it as ``ack_flow``.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 _QOS_DEPTH = 100
@@ -81,3 +83,42 @@ class Acker:
         while self._reader.stats()["leases_held"] and time.monotonic() < deadline:
             time.sleep(0.0002)
         self._publisher.publish(self._string(data=f"{self._name} {seq}"))
+
+
+def publish_acknowledged(node: Any, topic: str, count: int, window: int, publish: Callable[[int], None],
+                         subscribers: int = 1) -> None:
+    """``publish(seq)`` for seq 0 .. count-1 once ``subscribers`` acknowledge on ``topic``'s acks, never more than
+    ``window`` (a pool's block count) ahead of the slowest; return once they have acknowledged the last one."""
+    gate = AckGate(node, f"{topic}_acks")
+    if not gate.wait_for_subscribers(subscribers):
+        raise SystemExit(f"only {sorted(gate.acked)} of {subscribers} subscribers appeared within 60 s (DDS discovery)")
+    for seq in range(count):
+        gate.wait_until_within(seq, window)
+        publish(seq)
+    gate.wait_until_within(count - 1, 0, timeout=60)
+
+
+def receive_acknowledged(node: Any, topic: str, message_type: type, count: int, reader: Any,
+                         check: Callable[[Any, int], list[str]], name: str = "reader",
+                         item: str = "message") -> dict[str, Any]:
+    """Check ``count`` messages on ``topic`` with ``check(msg, seq) -> problems`` and acknowledge each once
+    ``reader`` (a core ``Reader``) has given its lease back; ``verified`` counts those without problems,
+    ``errors`` lists the problems (an exception in ``check`` is one, named by ``item`` and number)."""
+    acker = Acker(node, f"{topic}_acks", name, reader)
+    result: dict[str, Any] = {"verified": 0, "errors": []}
+    seen = [0]
+
+    def on_message(msg: Any) -> None:
+        seq = seen[0]
+        try:
+            problems = check(msg, seq)
+        except Exception as exc:  # a stale or invalid read is a finding, not a crash
+            problems = [f"{item} {seq}: {type(exc).__name__}: {exc}"]
+        result["errors"].extend(problems)
+        result["verified"] += not problems
+        acker.ack(seq)
+        seen[0] += 1
+
+    node.create_subscription(message_type, topic, on_message, ack_qos())
+    acker.spin_until_received(node, lambda: seen[0], count)
+    return result

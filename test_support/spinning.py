@@ -1,9 +1,10 @@
-"""Test support (not shipped): spin an executor until a condition holds, for tests of nodes in one process."""
+"""Test support (not shipped) for tests of nodes in one process: spin them, and subscribe and publish meanwhile."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -13,3 +14,42 @@ def spin_until(executor: Any, done: Callable[[], Any], timeout: float = 10.0) ->
     while not done() and time.monotonic() < deadline:
         executor.spin_once(timeout_sec=0.02)
     return bool(done())
+
+
+@contextmanager
+def spinning(node: Any, *tested: Any) -> Iterator[Any]:
+    """A single-threaded executor of the ``tested`` nodes and the test's own ``node``; on the way out the tested
+    nodes leave it and are destroyed (the test's node is the fixture's to destroy)."""
+    from rclpy.executors import SingleThreadedExecutor
+
+    executor = SingleThreadedExecutor()
+    for each in (*tested, node):
+        executor.add_node(each)
+    try:
+        yield executor
+    finally:
+        for each in tested:
+            executor.remove_node(each)
+            each.destroy_node()
+        executor.remove_node(node)
+
+
+@contextmanager
+def received(node: Any, message_type: type, topic: str) -> Iterator[list[Any]]:
+    """The messages ``node`` receives on ``topic`` while the block lasts (its subscription is destroyed after)."""
+    got: list[Any] = []
+    subscription = node.create_subscription(message_type, topic, got.append, 10)
+    try:
+        yield got
+    finally:
+        node.destroy_subscription(subscription)
+
+
+@contextmanager
+def publishing(node: Any, message_type: type, topic: str) -> Iterator[Any]:
+    """A publisher of ``node`` on ``topic`` for the block (destroyed after)."""
+    publisher = node.create_publisher(message_type, topic, 10)
+    try:
+        yield publisher
+    finally:
+        node.destroy_publisher(publisher)

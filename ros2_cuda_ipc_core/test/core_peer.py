@@ -1,4 +1,4 @@
-"""Real processes for the core tests.  Each role prints JSON lines on stdout.
+"""Real processes for the core tests (``core_peer.py ROLE ARGS...``).  Each role prints JSON lines on stdout.
 
   hold            read the descriptor given on stdin, print 'held', keep the lease until killed
   publish-and-wait  make a host pool, publish two blocks with known bytes, print their descriptors, wait
@@ -13,6 +13,7 @@ import sys
 import time
 
 import numpy as np
+from peers import peer_node, play
 
 from ros2_cuda_ipc_core import BlockManager, Reader
 from ros2_cuda_ipc_msgs.msg import BufferCore
@@ -102,83 +103,54 @@ def publish_and_wait() -> None:
 def flow_controlled_publisher(pool: BlockManager, count: int, subscribers: int, fill, prefix: str) -> dict:
     """Publish ``count`` blocks filled by ``fill(block, seq, extra) -> stream``, never more than a pool
     ahead of the slowest subscriber, so every message must be read; return the run's facts."""
-    import rclpy
-    from ack_flow import AckGate, ack_qos
+    from ack_flow import ack_qos, publish_acknowledged
     from rclpy.serialization import serialize_message
 
-    rclpy.init()
-    node = rclpy.create_node(f"{prefix}_publisher")
-    pub = node.create_publisher(BufferCore, f"{prefix}_blocks", ack_qos())
-    gate = AckGate(node, f"{prefix}_acks")
-    if not gate.wait_for_subscribers(subscribers):
-        raise SystemExit(f"only {sorted(gate.acked)} of {subscribers} subscribers appeared within 60 s (DDS discovery)")
     facts: dict = {"message_bytes": set(), "extra": {}}
-    for seq in range(count):
-        gate.wait_until_within(seq, pool.block_count)
-        block = pool.acquire_for_publish(timeout=5.0)
-        if block is None:
-            raise SystemExit(f"no free block for message {seq}: {pool.stats()}")
-        with block:
-            stream = fill(block, seq, facts["extra"])
-            core = block.prepare_publish(stream)
-        facts["message_bytes"].add(len(serialize_message(core)))
-        pub.publish(core)
-    gate.wait_until_within(count - 1, 0, timeout=60)
+    with peer_node(f"{prefix}_publisher") as node:
+        pub = node.create_publisher(BufferCore, f"{prefix}_blocks", ack_qos())
+
+        def publish(seq: int) -> None:
+            block = pool.acquire_for_publish(timeout=5.0)
+            if block is None:
+                raise SystemExit(f"no free block for message {seq}: {pool.stats()}")
+            with block:
+                stream = fill(block, seq, facts["extra"])
+                core = block.prepare_publish(stream)
+            facts["message_bytes"].add(len(serialize_message(core)))
+            pub.publish(core)
+
+        publish_acknowledged(node, f"{prefix}_blocks", count, pool.block_count, publish, subscribers)
     facts["stats"] = pool.stats()
     facts["message_bytes"] = sorted(facts["message_bytes"])
-    node.destroy_node()
-    rclpy.shutdown()
     return facts
 
 
 def acking_subscriber(name: str, count: int, check, prefix: str) -> dict:
     """Read ``count`` descriptors with ``check(reader, core, seq, result) -> problem | None``; ack each one."""
-    import rclpy
-    from ack_flow import Acker, ack_qos
+    from ack_flow import receive_acknowledged
 
-    rclpy.init()
-    node = rclpy.create_node(f"{prefix}_{name}")
     reader = Reader()
-    acker = Acker(node, f"{prefix}_acks", name, reader)
-    result: dict = {"verified": 0, "errors": []}
-    expected = [0]
+    found: dict = {}  # what check records besides problems
 
-    def on_block(core: BufferCore) -> None:
-        try:
-            problem = check(reader, core, expected[0], result)
-        except Exception as exc:  # a stale or invalid read is a finding, not a crash
-            problem = f"message {expected[0]}: {type(exc).__name__}: {exc}"
-        if problem:
-            result["errors"].append(problem)
-        result["verified"] += problem is None
-        acker.ack(expected[0])
-        expected[0] += 1
+    def check_core(core: BufferCore, seq: int) -> list[str]:
+        problem = check(reader, core, seq, found)
+        return [problem] if problem else []
 
-    node.create_subscription(BufferCore, f"{prefix}_blocks", on_block, ack_qos())
-    deadline = time.monotonic() + 150
-    while expected[0] < count and time.monotonic() < deadline:
-        if expected[0] == 0:
-            acker.ack(-1)
-        rclpy.spin_once(node, timeout_sec=0.05)
-    time.sleep(0.2)  # let the last ack leave
-    result["stats"] = reader.stats()
-    node.destroy_node()
-    rclpy.shutdown()
-    return result
+    with peer_node(f"{prefix}_{name}") as node:
+        result = receive_acknowledged(node, f"{prefix}_blocks", BufferCore, count, reader, check_core, name)
+    return {**found, **result, "stats": reader.stats()}
 
 
-def dds_publisher(count: int, subscribers: int) -> None:
-    pool = BlockManager(8 << 20, block_count=4, memory="host", reuse_delay=0)
+def dds_publisher(count: str, subscribers: str) -> dict:
+    with BlockManager(8 << 20, block_count=4, memory="host", reuse_delay=0) as pool:
+        def fill(block, seq, extra):
+            fill_pattern(block.view((pool.block_size // 8,), np.uint64), seq)
 
-    def fill(block, seq, extra):
-        fill_pattern(block.view((pool.block_size // 8,), np.uint64), seq)
-
-    facts = flow_controlled_publisher(pool, count, subscribers, fill, "core_test")
-    print(json.dumps(facts), flush=True)
-    pool.close()
+        return flow_controlled_publisher(pool, int(count), int(subscribers), fill, "core_test")
 
 
-def dds_subscriber(name: str, count: int) -> None:
+def dds_subscriber(name: str, count: str) -> dict:
     def check(reader, core, seq, result):
         with reader.read(core) as handle:
             words = handle.view((handle.byte_size // 8,), np.uint64)
@@ -187,20 +159,9 @@ def dds_subscriber(name: str, count: int) -> None:
             result["memfd_mapping"] = result.get("memfd_mapping", True) and memfd
             return check_pattern(words, seq)
 
-    print(json.dumps(acking_subscriber(name, count, check, "core_test")), flush=True)
+    return acking_subscriber(name, int(count), check, "core_test")
 
 
 if __name__ == "__main__":
-    role, *args = sys.argv[1:]
-    if role == "hold":
-        hold()
-    elif role == "publish-and-wait":
-        publish_and_wait()
-    elif role == "read-each":
-        read_each()
-    elif role == "dds-publisher":
-        dds_publisher(int(args[0]), int(args[1]))
-    elif role == "dds-subscriber":
-        dds_subscriber(args[0], int(args[1]))
-    else:
-        raise SystemExit(f"unknown role {role!r}; pid {os.getpid()}")
+    play({"hold": hold, "publish-and-wait": publish_and_wait, "read-each": read_each, "dds-publisher": dds_publisher,
+          "dds-subscriber": dds_subscriber})

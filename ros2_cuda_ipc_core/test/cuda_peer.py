@@ -1,4 +1,4 @@
-"""Real GPU processes for test_cuda.py.  Each role prints one JSON line at the end.
+"""Real GPU processes for test_cuda.py (``cuda_peer.py ROLE ARGS...``).  Each role prints one JSON line at the end.
 
   gpu-publisher COUNT SUBSCRIBERS SPIN_MS   fill 1080p RGBA frames with a CUDA kernel, publish over DDS
   gpu-subscriber NAME torch|cupy COUNT      verify every frame on the GPU through torch or cupy DLPack
@@ -15,6 +15,7 @@ import time
 import cupy
 import numpy as np
 from core_peer import acking_subscriber, core_from_json, core_to_json, flow_controlled_publisher, resource_counts
+from peers import play
 
 from ros2_cuda_ipc_core import BlockManager, Reader
 
@@ -41,18 +42,18 @@ def fill_on(stream: cupy.cuda.Stream, ptr: int, n: int, seq: int, spin_ms: float
         _KERNELS.get_function("fill")(((n + 255) // 256,), (256,), (ptr, np.int64(n), np.int64(seq)))
 
 
-def gpu_publisher(count: int, subscribers: int, spin_ms: float) -> None:
+def gpu_publisher(count: str, subscribers: str, spin_ms: str) -> dict:
     pool = BlockManager(FRAME_BYTES, block_count=4, memory="cuda", reuse_delay=0)
     stream = cupy.cuda.Stream(non_blocking=True)
+    spin = float(spin_ms)
 
     def fill(block, seq, extra):
-        fill_on(stream, block.device_ptr, FRAME_BYTES, seq, spin_ms)
+        fill_on(stream, block.device_ptr, FRAME_BYTES, seq, spin)
         # prepare_publish only records an event: the host does not wait for the kernel.
         extra["published_before_done"] = extra.get("published_before_done", 0) + (not stream.done)
         return stream
 
-    facts = flow_controlled_publisher(pool, count, subscribers, fill, "cuda_test")
-    print(json.dumps(facts), flush=True)
+    return flow_controlled_publisher(pool, int(count), int(subscribers), fill, "cuda_test")
 
 
 def _expected(xp, n: int, seq: int, device):
@@ -60,7 +61,7 @@ def _expected(xp, n: int, seq: int, device):
     return ((index * 31 + seq * 7) & 255).astype(xp.uint8) if device is None else ((index * 31 + seq * 7) & 255).to(xp.uint8)
 
 
-def gpu_subscriber(name: str, framework: str, count: int) -> None:
+def gpu_subscriber(name: str, framework: str, count: str) -> dict:
     if framework == "torch":
         import torch
 
@@ -85,7 +86,7 @@ def gpu_subscriber(name: str, framework: str, count: int) -> None:
                 del frame
             return f"frame {seq}: {wrong} wrong bytes" if wrong else None
 
-    print(json.dumps(acking_subscriber(name, count, check, "cuda_test")), flush=True)
+    return acking_subscriber(name, int(count), check, "cuda_test")
 
 
 def gpu_hold() -> None:
@@ -135,18 +136,6 @@ def gpu_write_readonly() -> None:
 
 
 if __name__ == "__main__":
-    role, *args = sys.argv[1:]
-    if role == "gpu-publisher":
-        gpu_publisher(int(args[0]), int(args[1]), float(args[2]))
-    elif role == "gpu-subscriber":
-        gpu_subscriber(args[0], args[1], int(args[2]))
-    elif role == "gpu-hold":
-        gpu_hold()
-    elif role == "gpu-publish-and-wait":
-        gpu_publish_and_wait()
-    elif role == "gpu-write-readonly":
-        gpu_write_readonly()
-    elif role == "gpu-read-each":
-        gpu_read_each()
-    else:
-        raise SystemExit(f"unknown role {role!r}")
+    play({"gpu-publisher": gpu_publisher, "gpu-subscriber": gpu_subscriber, "gpu-hold": gpu_hold,
+          "gpu-publish-and-wait": gpu_publish_and_wait, "gpu-write-readonly": gpu_write_readonly,
+          "gpu-read-each": gpu_read_each})

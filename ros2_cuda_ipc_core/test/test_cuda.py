@@ -4,15 +4,15 @@ Every test here skips, saying why, on a machine without a usable CUDA driver and
 """
 
 import ctypes
-import json
 import signal
-import subprocess
-import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
+from gpu_marks import NO_GPU, needs_gpu
+from peers import ask, last_json, run_peers, spawn_peer
 
 from ros2_cuda_ipc_core import (
     BlockManager,
@@ -22,10 +22,8 @@ from ros2_cuda_ipc_core import (
     Reader,
     StaleDescriptorError,
 )
-from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
 
-REASON = unavailable_reason(0)
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"needs a CUDA GPU: {REASON}")
+pytestmark = needs_gpu
 PEER = str(Path(__file__).with_name("cuda_peer.py"))
 
 
@@ -46,27 +44,13 @@ def gpu_free_bytes() -> int:
         return int(driver.cuMemGetInfo()[1])
 
 
-def spawn(*args: str, stdin: bool = False) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, PEER, *args], stdout=subprocess.PIPE, text=True,
-                            stdin=subprocess.PIPE if stdin else None)
-
-
-def last_json(text: str) -> dict:
-    return json.loads(text.strip().splitlines()[-1])
+spawn = partial(spawn_peer, PEER)
 
 
 def run_pipeline(count: int, spin_ms: float) -> tuple[dict, list[dict]]:
-    subs = [spawn("gpu-subscriber", "sub_torch", "torch", str(count)),
-            spawn("gpu-subscriber", "sub_cupy", "cupy", str(count))]
-    pub = spawn("gpu-publisher", str(count), "2", str(spin_ms))
-    try:
-        pub_out, _ = pub.communicate(timeout=170)
-        outs = [last_json(s.communicate(timeout=60)[0]) for s in subs]
-    finally:
-        for proc in (pub, *subs):
-            proc.kill()
-    assert pub.returncode == 0
-    return last_json(pub_out), outs
+    return run_peers(PEER, ["gpu-publisher", str(count), "2", str(spin_ms)],
+                     [["gpu-subscriber", "sub_torch", "torch", str(count)],
+                      ["gpu-subscriber", "sub_cupy", "cupy", str(count)]], publisher_timeout=170)
 
 
 def test_500_frames_to_torch_and_cupy_processes():
@@ -92,9 +76,7 @@ def test_killed_gpu_reader_frees_block_and_killed_publisher_keeps_data():
     with BlockManager(1 << 20, block_count=1, memory="cuda", reuse_delay=0) as pool:
         core = pool.acquire_for_publish().prepare_publish()
         holder = spawn("gpu-hold", stdin=True)
-        holder.stdin.write(core_to_json(core) + "\n")
-        holder.stdin.flush()
-        assert json.loads(holder.stdout.readline()) == {"held": 0}
+        assert ask(holder, core_to_json(core)) == {"held": 0}
         assert pool.acquire_for_publish() is None
         killed_at = time.monotonic()
         holder.send_signal(signal.SIGKILL)
@@ -211,7 +193,7 @@ def test_stream_forms_and_device_mismatch():
             assert reader.stats()["leases_held"] == 0 and pool.stats()["blocks_held_by_readers"] == 0
 
 
-@pytest.mark.skipif(REASON is None and __import__("torch").cuda.device_count() < 2, reason="needs two GPUs")
+@pytest.mark.skipif(NO_GPU is None and __import__("torch").cuda.device_count() < 2, reason="needs two GPUs")
 def test_pool_on_second_gpu():
     import torch
 
@@ -265,9 +247,7 @@ def test_50_closed_cuda_pools_give_back_gpu_memory_and_fds():
             with reader.read(core, stream) as handle, torch.cuda.stream(stream):
                 seen = torch.from_dlpack(handle.view((32 << 20,), np.uint8))
                 assert int(seen[:4096].sum().item()) == (i % 251) * 4096
-            peer.stdin.write(core_to_json(core) + "\n")
-            peer.stdin.flush()
-            assert json.loads(peer.stdout.readline())["first"] == i % 251
+            assert ask(peer, core_to_json(core))["first"] == i % 251
             if i % 2:
                 pool.close()  # tensors still alive: the memory stays until they go
                 assert reader.stats()["pools_open"] == 1
@@ -277,9 +257,7 @@ def test_50_closed_cuda_pools_give_back_gpu_memory_and_fds():
                 pool.close()
             torch.cuda.synchronize()
             assert wait_until(lambda: reader.stats()["pools_open"] == 0), reader.stats()
-            peer.stdin.write("\n")  # the peer checks liveness and lets the closed pool go
-            peer.stdin.flush()
-            theirs = json.loads(peer.stdout.readline())
+            theirs = ask(peer, "")  # the peer checks liveness and lets the closed pool go
             assert (theirs["pools_cached"], theirs["pools_open"], theirs["leases_held"]) == (0, 0, 0), theirs
             torch.cuda.empty_cache()
             samples.append({"free": gpu_free_bytes(), **resource_counts(), "peer_fds": theirs["fds"]})

@@ -2,15 +2,14 @@
 and no error inside read() leaves a lease behind."""
 
 import gc
-import json
 import signal
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
 from core_peer import core_from_json, core_to_json, resource_counts
+from peers import ask, spawn_peer
 
 from ros2_cuda_ipc_core import BlockManager, PoolUnavailableError, Reader, StaleDescriptorError
 from ros2_cuda_ipc_core.host_memory import ImportedHostMemory
@@ -18,21 +17,13 @@ from ros2_cuda_ipc_core.host_memory import ImportedHostMemory
 PEER = str(Path(__file__).with_name("core_peer.py"))
 
 
-def spawn(role: str, stdin: bool = False) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, PEER, role], stdout=subprocess.PIPE, text=True,
-                            stdin=subprocess.PIPE if stdin else None)
+spawn = partial(spawn_peer, PEER)
 
 
 def publish(pool: BlockManager, value: int):
     block = pool.acquire_for_publish()
     block.view((pool.block_size,), np.uint8)[:] = value
     return block.prepare_publish()
-
-
-def ask(peer: subprocess.Popen, line: str) -> dict:
-    peer.stdin.write(line + "\n")
-    peer.stdin.flush()
-    return json.loads(peer.stdout.readline())
 
 
 def test_50_closed_pools_leave_no_fds_or_mappings_here_or_in_a_reading_process():

@@ -2,13 +2,12 @@
 
 import numpy as np
 import pytest
+from gpu_marks import NO_GPU
 
 from ros2_cuda_ipc_core import BlockManager, CudaUnavailableError, Reader
-from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
 from ros2_cuda_ipc_msgs.msg import BufferCore
 
-REASON = unavailable_reason(0)
-pytestmark = pytest.mark.skipif(REASON is None, reason="a CUDA driver is present; these check its absence")
+pytestmark = pytest.mark.skipif(NO_GPU is None, reason="a CUDA driver is present; these check its absence")
 
 
 def test_auto_falls_back_to_host(caplog):
@@ -30,4 +29,4 @@ def test_cuda_descriptor_raises_cuda_unavailable():
     core.byte_size = 16
     with pytest.raises(CudaUnavailableError) as info:
         Reader().read(core)
-    assert str(info.value) == REASON
+    assert str(info.value) == NO_GPU

@@ -1,39 +1,29 @@
 """The lease protocol across real processes: DDS delivery, SIGKILLed readers and publishers."""
 
-import json
 import os
 import signal
-import subprocess
-import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
 from core_peer import core_from_json, core_to_json
+from peers import ask, run_peers, spawn_peer
 
 from ros2_cuda_ipc_core import BlockManager, PoolUnavailableError, Reader, StaleDescriptorError
 
 PEER = str(Path(__file__).with_name("core_peer.py"))
 
 
-def spawn(*args: str, stdin: bool = False) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, PEER, *args], stdout=subprocess.PIPE, text=True,
-                            stdin=subprocess.PIPE if stdin else None)
+spawn = partial(spawn_peer, PEER)
 
 
 def test_two_subscribers_verify_1000_messages_over_dds():
     count = 1000
-    subs = [spawn("dds-subscriber", name, str(count)) for name in ("sub_a", "sub_b")]
-    pub = spawn("dds-publisher", str(count), "2")
-    try:
-        pub_out, _ = pub.communicate(timeout=280)
-        sub_outs = [json.loads(s.communicate(timeout=60)[0].strip().splitlines()[-1]) for s in subs]
-    finally:
-        for proc in (pub, *subs):
-            proc.kill()
-    assert pub.returncode == 0
-    published = json.loads(pub_out.strip().splitlines()[-1])
+    published, sub_outs = run_peers(PEER, ["dds-publisher", str(count), "2"],
+                                    [["dds-subscriber", name, str(count)] for name in ("sub_a", "sub_b")],
+                                    publisher_timeout=280)
     assert published["stats"]["published"] == count
     assert max(published["message_bytes"]) < 300  # the descriptor crosses DDS, never the 8 MiB payload
     for out in sub_outs:
@@ -48,9 +38,7 @@ def test_killed_reader_frees_its_block_at_once():
         block = pool.acquire_for_publish()
         core = block.prepare_publish()
         holder = spawn("hold", stdin=True)
-        holder.stdin.write(core_to_json(core) + "\n")
-        holder.stdin.flush()
-        assert json.loads(holder.stdout.readline()) == {"held": 0}
+        assert ask(holder, core_to_json(core)) == {"held": 0}
         assert pool.acquire_for_publish() is None
         assert pool.stats()["blocks_held_by_readers"] == 1
         killed_at = time.monotonic()

@@ -7,14 +7,13 @@ No CUDA kernel ever touches the unaligned field (a misaligned float load is a st
 
 import numpy as np
 import pytest
+from gpu_marks import needs_gpu
 from typed_cloud import FIELDS, POINT_STEP, RecordLayout, RecordReader, expected
 
 from ros2_cuda_ipc_core import TypedPublisher
-from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 
-REASON = unavailable_reason(0)
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"needs a CUDA GPU: {REASON}")
+pytestmark = needs_gpu
 HEIGHT, WIDTH = 128, 1024
 LAYOUT = RecordLayout(HEIGHT, WIDTH, row_step=WIDTH * POINT_STEP + 64)
 

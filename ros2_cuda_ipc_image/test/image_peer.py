@@ -1,17 +1,15 @@
 """Real processes for test_image_multiprocess.py: an ImagePublisher and an ImageReader, over DDS."""
 
-import json
-import sys
-
 import numpy as np
-import rclpy
-from ack_flow import Acker, AckGate
+from ack_flow import publish_acknowledged, receive_acknowledged
+from peers import peer_node, play
 
 from ros2_cuda_ipc_image import ImagePublisher, ImageReader
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
 HEIGHT, WIDTH = 720, 1280
 ROW_ALIGNMENT = 4096  # 3840-byte rows padded to 4096
+TOPIC = "image_test_frames"
 
 
 def base_pattern() -> np.ndarray:
@@ -19,58 +17,37 @@ def base_pattern() -> np.ndarray:
     return ((rows * 7 + cols * 3 + chans) % 256).astype(np.uint8)
 
 
-def publisher(count: int) -> None:
-    rclpy.init()
-    node = rclpy.create_node("image_test_publisher")
-    gate = AckGate(node, "image_test_acks")
-    pub = ImagePublisher(node, "image_test_frames", width=WIDTH, height=HEIGHT, encoding="bgr8",
-                         row_alignment=ROW_ALIGNMENT, memory="host", block_count=4, qos=100, reuse_delay=0)
+def publisher(count: str) -> dict:
     base = base_pattern()
-    if not gate.wait_for_subscribers(1):
-        raise SystemExit("the reader did not appear within 60 s (DDS discovery)")
-    for seq in range(count):
-        gate.wait_until_within(seq, pub.pool.block_count)
-        frame = pub.borrow(timeout=5.0)
-        with frame:
-            np.add(base, np.uint8(seq % 256), out=frame.array)
-            frame.publish()
-    gate.wait_until_within(count - 1, 0, timeout=60)
-    print(json.dumps({"stats": pub.pool.stats(), "strides": list(pub.layout.strides)}), flush=True)
-    pub.close()
-    node.destroy_node()
-    rclpy.shutdown()
+    with peer_node("image_test_publisher") as node, \
+            ImagePublisher(node, TOPIC, width=WIDTH, height=HEIGHT, encoding="bgr8", row_alignment=ROW_ALIGNMENT,
+                           memory="host", block_count=4, qos=100, reuse_delay=0) as pub:
+        def publish(seq: int) -> None:
+            with pub.borrow(timeout=5.0) as frame:
+                np.add(base, np.uint8(seq % 256), out=frame.array)
+                frame.publish()
+
+        publish_acknowledged(node, TOPIC, int(count), pub.pool.block_count, publish)
+        return {"stats": pub.pool.stats(), "strides": list(pub.layout.strides)}
 
 
-def subscriber(count: int) -> None:
-    rclpy.init()
-    node = rclpy.create_node("image_test_subscriber")
+def subscriber(count: str) -> dict:
     images = ImageReader()
-    acker = Acker(node, "image_test_acks", "reader", images.reader)
     base = base_pattern()
-    result = {"verified": 0, "errors": [], "strides": None}
-    seen = [0]
+    strides: list[int] = []
 
-    def on_frame(msg: GpuImage) -> None:
-        seq = seen[0]
-        try:
-            with images.read(msg) as view:
-                result["strides"] = list(view.strides)
-                expected = base + np.uint8(seq % 256)
-                if view.shape != (HEIGHT, WIDTH, 3) or not np.array_equal(view.array, expected):
-                    result["errors"].append(f"frame {seq}: {int((view.array != expected).sum())} wrong values")
-                else:
-                    result["verified"] += 1
-        except Exception as exc:
-            result["errors"].append(f"frame {seq}: {type(exc).__name__}: {exc}")
-        acker.ack(seq)
-        seen[0] += 1
+    def check(msg: GpuImage, seq: int) -> list[str]:
+        with images.read(msg) as view:
+            strides[:] = view.strides
+            expected = base + np.uint8(seq % 256)
+            if view.shape != (HEIGHT, WIDTH, 3) or not np.array_equal(view.array, expected):
+                return [f"frame {seq}: {int((view.array != expected).sum())} wrong values"]
+        return []
 
-    node.create_subscription(GpuImage, "image_test_frames", on_frame, 100)
-    acker.spin_until_received(node, lambda: seen[0], count)
-    print(json.dumps(result), flush=True)
-    node.destroy_node()
-    rclpy.shutdown()
+    with peer_node("image_test_subscriber") as node:
+        result = receive_acknowledged(node, TOPIC, GpuImage, int(count), images.reader, check, item="frame")
+    return {**result, "strides": strides or None}
 
 
 if __name__ == "__main__":
-    {"publisher": publisher, "subscriber": subscriber}[sys.argv[1]](int(sys.argv[2]))
+    play({"publisher": publisher, "subscriber": subscriber})

@@ -4,10 +4,10 @@ import array
 
 import numpy as np
 import pytest
+from gpu_marks import MEMORIES
 from sensor_msgs.msg import Image
 from setters import checking, values_given_to_setter
 
-from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
 from ros2_cuda_ipc_image import ENCODINGS, ImagePublisher, ImageReader, publish_image_msg, to_image_msg
 
 
@@ -69,8 +69,6 @@ def test_publish_array_copies_once_and_checks_shape(node):
             pub.publish_array(np.zeros((4, 5, 3), np.uint8))
 
 
-MEMORIES = ["host", pytest.param("cuda", marks=pytest.mark.skipif(unavailable_reason(0) is not None,
-                                                                  reason=f"needs a CUDA GPU: {unavailable_reason(0)}"))]
 
 
 def padded_image(encoding: str, width: int, height: int, padding: int) -> tuple[Image, np.ndarray]:

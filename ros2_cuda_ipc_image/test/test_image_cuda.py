@@ -2,12 +2,11 @@
 
 import numpy as np
 import pytest
+from gpu_marks import needs_gpu
 
-from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
 from ros2_cuda_ipc_image import ImagePublisher, ImageReader
 
-REASON = unavailable_reason(0)
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"needs a CUDA GPU: {REASON}")
+pytestmark = needs_gpu
 
 
 def test_torch_from_dlpack_has_shape_strides_and_pointer(node):

@@ -7,8 +7,8 @@ import sys
 import numpy as np
 import pytest
 from cloud_samples import SAMPLES, cloud_msg, field_values, sample_bytes
+from gpu_marks import needs_gpu
 
-from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
 from ros2_cuda_ipc_pointcloud import (
     PointCloudPublisher,
     PointCloudReader,
@@ -18,8 +18,7 @@ from ros2_cuda_ipc_pointcloud import (
     voxel_downsample,
 )
 
-REASON = unavailable_reason(0)
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"needs a CUDA GPU: {REASON}")
+pytestmark = needs_gpu
 
 
 def publish_sample(pub, name, seed=0):

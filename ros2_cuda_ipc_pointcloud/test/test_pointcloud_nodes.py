@@ -9,31 +9,22 @@ import pytest
 import rclpy
 from block_reuse import BAD_REUSE_DELAYS
 from cloud_samples import SAMPLES, cloud_msg, sample_bytes
+from gpu_marks import MEMORIES
 from rcl_interfaces.srv import ListParameters
-from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import PointCloud2
-from spinning import spin_until
+from spinning import publishing, received, spin_until, spinning
 
-from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 from ros2_cuda_ipc_pointcloud import CloudLayout, PointCloudPublisher
 from ros2_cuda_ipc_pointcloud.nodes import GpuToPointCloud2, PointCloud2ToGpu
-
-MEMORIES = ["host", pytest.param("cuda", marks=pytest.mark.skipif(unavailable_reason(0) is not None,
-                                                                  reason=f"needs a CUDA GPU: {unavailable_reason(0)}"))]
 
 
 @pytest.mark.parametrize("memory", MEMORIES)
 def test_both_bridges_in_a_row_give_back_the_same_bytes(node, memory):
     to_gpu = PointCloud2ToGpu(parameter_overrides=[rclpy.parameter.Parameter("memory", value=memory)])
     from_gpu = GpuToPointCloud2(cli_args=["--ros-args", "-r", "points:=points_out"])
-    executor = SingleThreadedExecutor()
-    for each in (to_gpu, from_gpu, node):
-        executor.add_node(each)
-    got: list[PointCloud2] = []
-    sub = node.create_subscription(PointCloud2, "points_out", got.append, 10)
-    lidar = node.create_publisher(PointCloud2, "points", 10)
-    try:
+    with received(node, PointCloud2, "points_out") as got, publishing(node, PointCloud2, "points") as lidar, \
+            spinning(node, to_gpu, from_gpu) as executor:
         assert spin_until(executor, lambda: lidar.get_subscription_count() > 0 and from_gpu.listeners > 0)
         clouds = [SAMPLES["velodyne_below_capacity"].layout, SAMPLES["livox_below_capacity"].layout,
                   SAMPLES["row_padding"].layout]
@@ -44,24 +35,13 @@ def test_both_bridges_in_a_row_give_back_the_same_bytes(node, memory):
             assert bytes(got[index].data) == bytes(msg.data) and got[index].row_step == msg.row_step
         assert to_gpu.publisher is not None and to_gpu.publisher.pool.memory == memory
         assert from_gpu.converted == 3 and to_gpu.dropped == 0
-    finally:
-        node.destroy_subscription(sub)
-        node.destroy_publisher(lidar)
-        for each in (to_gpu, from_gpu):
-            executor.remove_node(each)
-            each.destroy_node()
 
 
 def test_pool_is_kept_for_smaller_clouds_and_remade_for_a_new_layout(node):
     to_gpu = PointCloud2ToGpu(parameter_overrides=[rclpy.parameter.Parameter("memory", value="host"),
                                                    rclpy.parameter.Parameter("reuse_delay", value=0.0)])
-    executor = SingleThreadedExecutor()
-    executor.add_node(to_gpu)
-    executor.add_node(node)
-    got: list[GpuPointCloud2] = []
-    sub = node.create_subscription(GpuPointCloud2, "gpu_points", got.append, 10)
-    lidar = node.create_publisher(PointCloud2, "points", 10)
-    try:
+    with received(node, GpuPointCloud2, "gpu_points") as got, publishing(node, PointCloud2, "points") as lidar, \
+            spinning(node, to_gpu) as executor:
         assert spin_until(executor, lambda: lidar.get_subscription_count() > 0)
         pools = []
         for width, fields in ((1000, "velodyne"), (10, "velodyne"), (2000, "velodyne"), (5, "livox")):
@@ -73,27 +53,16 @@ def test_pool_is_kept_for_smaller_clouds_and_remade_for_a_new_layout(node):
             assert got[-1].width == width and got[-1].point_step == layout.point_step
         assert pools[0] == pools[1] != pools[2] != pools[3]
         assert to_gpu.publisher is not None and to_gpu.publisher.pool.reuse_delay == 0
-    finally:
-        node.destroy_subscription(sub)
-        node.destroy_publisher(lidar)
-        executor.remove_node(to_gpu)
-        to_gpu.destroy_node()
 
 
 def test_gpu_to_pointcloud2_downloads_nothing_without_subscribers(node):
     bridge = GpuToPointCloud2()
-    executor = SingleThreadedExecutor()
-    executor.add_node(bridge)
-    executor.add_node(node)
-    with PointCloudPublisher(node, "gpu_points", fields="xyz", width=10, memory="host") as pub:
-        try:
-            assert spin_until(executor, lambda: node.count_subscribers("gpu_points") > 0)
-            pub.borrow().publish()
-            assert spin_until(executor, lambda: bridge.skipped == 1)
-            assert bridge.converted == 0 and bridge.reader.stats()["reads"] == 0
-        finally:
-            executor.remove_node(bridge)
-            bridge.destroy_node()
+    with spinning(node, bridge) as executor, \
+            PointCloudPublisher(node, "gpu_points", fields="xyz", width=10, memory="host") as pub:
+        assert spin_until(executor, lambda: node.count_subscribers("gpu_points") > 0)
+        pub.borrow().publish()
+        assert spin_until(executor, lambda: bridge.skipped == 1)
+        assert bridge.converted == 0 and bridge.reader.stats()["reads"] == 0
 
 
 @pytest.mark.parametrize("delay", [*BAD_REUSE_DELAYS, "soon"])
