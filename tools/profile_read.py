@@ -87,7 +87,7 @@ def instrument(memory: str) -> None:
         (descriptor.Descriptor, "from_message"), (reader, "require_cuda"), (reader, "stream_handle"),
         (reader.Reader, "_drop_dead_pools"), (reader.Reader, "_pool_for"),
         (imported_pool.ImportedPool, "check"), (imported_pool.ImportedPool, "lease"),
-        (imported_pool.ImportedPool, "publisher_alive"), (imported_pool.ImportedPool, "share"),
+        (imported_pool.ImportedPool, "publisher_alive"),
         (imported_pool.ImportedPool, "release_after"), (imported_pool.ImportedPool, "release"),
         (leases.LeaseFile, "try_read"), (leases.LeaseFile, "release"), (leases.LeaseFile, "held_by_others"),
         (layout.Metadata, "uid"), (stats.Counters, "add"),

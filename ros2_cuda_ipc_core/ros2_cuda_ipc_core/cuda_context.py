@@ -16,12 +16,18 @@ from typing import Any
 
 from .cuda_driver import driver_call, require_cuda
 
+_driver_module: Any = None
+
 
 def driver() -> Any:
-    """The ``cuda.bindings.driver`` module (imported late: CUDA is optional)."""
-    from cuda.bindings import driver
+    """The ``cuda.bindings.driver`` module, imported on first use (CUDA is optional), then kept: an import
+    statement runs importlib's Python on every call, several times per frame."""
+    global _driver_module
+    if _driver_module is None:
+        from cuda.bindings import driver as module
 
-    return driver
+        _driver_module = module
+    return _driver_module
 
 
 @functools.cache

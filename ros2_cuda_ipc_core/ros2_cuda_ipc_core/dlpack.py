@@ -52,9 +52,25 @@ class DLManagedTensorVersioned(ctypes.Structure):
 _alive: dict[int, tuple[Any, ...]] = {}
 
 
+#: Capsule memory comes from one slab of fixed slots (a fresh ctypes buffer per capsule costs a third of the
+#: export at camera rates); a tensor of more dimensions than a slot holds, or a full slab, gets its own buffer.
+_SLOT_BYTES = 256  # the versioned managed tensor (80 bytes) and shape and strides of up to 11 dimensions
+_SLOT_COUNT = 512
+_slab = ctypes.create_string_buffer(_SLOT_BYTES * _SLOT_COUNT)
+_SLAB_ADDRESS = ctypes.addressof(_slab)
+_free_slots = list(range(_SLOT_COUNT))
+
+
+def _forget(address: int) -> None:
+    """The capsule at ``address`` is done with: drop its owner, give its slot back."""
+    entry = _alive.pop(address, None)
+    if entry is not None and type(entry[0]) is int:
+        _free_slots.append(entry[0])
+
+
 @_DELETER
 def _delete(address: int) -> None:
-    _alive.pop(address, None)
+    _forget(address)
 
 
 _CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -77,7 +93,7 @@ def _destroy_capsule(capsule: int) -> None:
     try:
         name = ctypes.c_void_p.from_address(capsule + _NAME_OFFSET).value
         if name and ctypes.string_at(name) in _OWNING_NAMES:
-            _alive.pop(ctypes.c_void_p.from_address(capsule + _POINTER_OFFSET).value or 0, None)
+            _forget(ctypes.c_void_p.from_address(capsule + _POINTER_OFFSET).value or 0)
     except Exception:  # nothing may escape a destructor; the tensor then lives until exit
         return
 
@@ -116,17 +132,29 @@ def make_capsule(owner: Any, address: int, device: tuple[int, int], shape: tuple
     # a capsule is made for every frame a framework takes, and a ctypes object per field costs several times more.
     header = _VERSIONED if versioned else _UNVERSIONED
     arrays = _ARRAYS.get(ndim) or _ARRAYS.setdefault(ndim, struct.Struct(f"<{2 * ndim}q"))
-    memory = ctypes.create_string_buffer(header.size + arrays.size)
-    base = ctypes.addressof(memory)
+    memory: Any
+    if header.size + arrays.size <= _SLOT_BYTES and _free_slots:
+        try:
+            memory = _free_slots.pop()  # another thread may have taken the last one since the check
+        except IndexError:
+            memory = ctypes.create_string_buffer(header.size + arrays.size)
+    else:
+        memory = ctypes.create_string_buffer(header.size + arrays.size)
+    if type(memory) is int:
+        buffer, at = _slab, memory * _SLOT_BYTES
+        base = _SLAB_ADDRESS + at
+    else:
+        buffer, at = memory, 0
+        base = ctypes.addressof(memory)
     shape_at, strides_at = base + header.size, base + header.size + 8 * ndim
     tensor = (address, device[0], device[1], ndim, code, dtype.itemsize * 8, 1, shape_at, strides_at, 0)
     if versioned:
-        header.pack_into(memory, 0, *DLPACK_VERSION, 0, _DELETE_ADDRESS, READ_ONLY_FLAG if read_only else 0, *tensor)
+        header.pack_into(buffer, at, *DLPACK_VERSION, 0, _DELETE_ADDRESS, READ_ONLY_FLAG if read_only else 0, *tensor)
         name = b"dltensor_versioned"
     else:
-        header.pack_into(memory, 0, *tensor, 0, _DELETE_ADDRESS)
+        header.pack_into(buffer, at, *tensor, 0, _DELETE_ADDRESS)
         name = b"dltensor"
-    arrays.pack_into(memory, header.size, *shape, *(s // dtype.itemsize for s in byte_strides))
+    arrays.pack_into(buffer, at + header.size, *shape, *(s // dtype.itemsize for s in byte_strides))
     _alive[base] = (memory, owner)
     return _capsule_new(base, name, _DESTROY_ADDRESS)
 

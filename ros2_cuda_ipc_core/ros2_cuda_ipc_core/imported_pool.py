@@ -106,11 +106,6 @@ class ImportedPool:
             raise StaleDescriptorError(f"block {block} of {self.name} now holds publication {current}, "
                                        f"not {desc.uid}: the reader fell behind; drop this message")
 
-    def share(self, block: int) -> None:
-        """One more share of a lease this process already holds on ``block`` (a view of a read handle)."""
-        with self._lock:
-            self._counts[block] += 1
-
     def release_after(self, block: int, stream: int) -> None:
         """Give the lease back once the consumer's queued work on ``stream`` is done (at once for host memory)."""
         try:

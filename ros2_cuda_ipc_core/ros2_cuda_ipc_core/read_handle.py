@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -15,14 +14,19 @@ if TYPE_CHECKING:
     from .imported_pool import ImportedPool
 
 
+#: Tokens of a handle's shares: the handle's own, taken first and so given back last, and one per view.
+_LAST, _VIEW = object(), object()
+
+
 class ReadHandle:
     """A lease on a published block.  The lease lives until the handle is closed and every view is gone.
 
-    The handle and each view hold one share of this process's lease on the block; the last share
-    to go gives it back (for CUDA, once the work queued on the read's stream has finished).
+    The handle and its views count their shares here and hold one share of this process's lease on
+    the block between them; the last of them to go gives it back, once (for CUDA, once the work
+    queued on the read's stream has finished: one ordered release per read, not one per view).
     """
 
-    __slots__ = ("__weakref__", "_desc", "_open", "_pool", "_ready", "_start", "_stream")
+    __slots__ = ("__weakref__", "_desc", "_open", "_pool", "_ready", "_shares", "_start", "_stream")
 
     def __init__(self, pool: ImportedPool, desc: Descriptor, stream: int, ready: bool = False) -> None:
         self._pool = pool
@@ -31,6 +35,7 @@ class ReadHandle:
         self._ready = ready  # the producer's writes had finished when read: views order no consumer stream
         self._start = desc.block_id * pool.header.block_size
         self._open = [True]  # list.pop() is atomic: one close() wins even when two threads race
+        self._shares = [_LAST]  # popped atomically too: exactly one holder takes _LAST, the one that gives back
 
     def __del__(self) -> None:
         self.close()  # dropped without close(): its share goes back all the same
@@ -68,12 +73,15 @@ class ReadHandle:
         """
         if not self._open:
             raise Ros2CudaIpcError("this ReadHandle is closed; read the descriptor again")
-        pool, block = self._pool, self._desc.block_id
-        view = pool.memory.view(self._start, self._desc.byte_size, shape, dtype, strides, offset,
-                                ready=self._ready, ordered_stream=self._stream)
-        pool.share(block)
-        when_collected(view, functools.partial(pool.release_after, block, self._stream))
+        view = self._pool.memory.view(self._start, self._desc.byte_size, shape, dtype, strides, offset,
+                                      ready=self._ready, ordered_stream=self._stream)
+        self._shares.append(_VIEW)
+        when_collected(view, self._drop_share)
         return view
+
+    def _drop_share(self) -> None:
+        if self._shares.pop() is _LAST:
+            self._pool.release_after(self._desc.block_id, self._stream)
 
     def close(self) -> None:
         """Give up this handle's share of the lease (views taken from it keep theirs)."""
@@ -81,7 +89,7 @@ class ReadHandle:
             self._open.pop()
         except (IndexError, AttributeError):  # closed already (AttributeError: __init__ never finished)
             return
-        self._pool.release_after(self._desc.block_id, self._stream)
+        self._drop_share()
 
     def __enter__(self) -> ReadHandle:
         return self

@@ -90,3 +90,26 @@ def test_capsule_bytes_read_back_through_the_dlpack_structures(versioned):
     assert managed.manager_ctx is None and managed.deleter
     if versioned:
         assert (managed.version.major, managed.version.minor, managed.flags) == (1, 1, 1)
+
+
+def test_more_live_capsules_than_the_slab_holds():
+    """Capsules share a slab of slots; past it each gets its own buffer, and every one stays right."""
+    gc.collect()
+    before = live_capsules()
+    sources = [np.full(3, i, dtype=np.uint16) for i in range(700)]
+    outs = [np.from_dlpack(HostExport(source, read_only=True)) for source in sources]
+    assert live_capsules() == before + 700
+    for i, (source, out) in enumerate(zip(sources, outs, strict=True)):
+        assert out.ctypes.data == source.ctypes.data and out.tolist() == [i, i, i]
+    del outs, out
+    gc.collect()
+    assert live_capsules() == before
+    again = [np.from_dlpack(HostExport(source, read_only=True)) for source in sources[:10]]  # slots reused
+    assert [int(out[0]) for out in again] == list(range(10))
+
+
+def test_many_dimensions_get_their_own_buffer():
+    source = np.arange(2**14, dtype=np.uint8).reshape((2,) * 14)
+    out = np.from_dlpack(HostExport(source, read_only=False))
+    assert out.shape == source.shape and out.strides == source.strides
+    np.testing.assert_array_equal(out, source)
