@@ -51,11 +51,12 @@ class PublishBlock:
         self._check_open()
         return self._pool._memory.view(self.offset, self.capacity, shape, dtype, strides, offset)
 
-    def prepare_publish(self, stream: StreamLike = None, byte_size: int | None = None) -> BufferCore:
+    def prepare_publish(self, stream: StreamLike = None, byte_size: int | None = None,
+                        into: BufferCore | None = None) -> BufferCore:
         """Mark the block ready once ``stream``'s work so far is done, release it, and describe it.
 
         Put the returned ``BufferCore`` into the message you publish.  ``byte_size`` defaults to the
-        whole block.
+        whole block.  ``into``: a ``BufferCore`` to fill (the one inside your message) instead of a new one.
         """
         self._check_open()
         size = self.capacity if byte_size is None else int(byte_size)
@@ -65,7 +66,7 @@ class PublishBlock:
         event_handle = pool._memory.record_ready(self.block_id, stream)
         self._done = True
         pool._finish(self.block_id, self.uid, time.monotonic_ns(), size)
-        core = BufferCore()
+        core = BufferCore() if into is None else into
         core.socket_path = pool.socket_path
         core.pool_id = pool.pool_id_array
         core.block_id = self.block_id

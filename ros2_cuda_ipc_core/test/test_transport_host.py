@@ -265,3 +265,16 @@ def test_concurrent_publishers_and_readers_share_a_pool_safely():
         assert all(results)
         assert len(set(seen_uids)) == 400  # every publication got its own uid
         assert pool.stats()["published"] == 400 and reader.stats()["leases_held"] == 0
+
+
+def test_prepare_publish_fills_the_core_it_is_given():
+    from ros2_cuda_ipc_msgs.msg import BufferCore
+
+    with BlockManager(4096, block_count=1, memory="host") as pool:
+        core = BufferCore()
+        block = pool.acquire_for_publish()
+        assert block.prepare_publish(byte_size=10, into=core) is core
+        assert (core.block_id, core.byte_size, bytes(core.pool_id)) == (block.block_id, 10, pool.pool_id)
+        with Reader().read(core) as handle:
+            assert handle.byte_size == 10
+

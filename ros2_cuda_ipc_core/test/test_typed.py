@@ -155,6 +155,18 @@ def test_a_negative_or_non_finite_reuse_delay_is_refused_at_construction(node, d
         TypedPublisher(node, "typed_bad_reuse", GpuPointCloud2, LAYOUT, memory="host", reuse_delay=delay)
 
 
+def test_each_publish_returns_its_own_message(node):
+    """Messages are built ahead of their publish: a message returned earlier is never reused for a later one."""
+    with TypedPublisher(node, "typed_own_messages", GpuPointCloud2, LAYOUT, memory="host", reuse_delay=0) as pub:
+        sent, uids = [], []
+        for _ in range(3):
+            with pub.borrow() as frame:
+                sent.append(frame.publish())
+                uids.append(sent[-1].core.uid)
+        assert len({id(msg) for msg in sent}) == len({id(msg.core) for msg in sent}) == 3
+        assert [msg.core.uid for msg in sent] == uids and len(set(uids)) == 3  # untouched by the later publishes
+
+
 def test_invalid_layout_is_refused_before_any_lease(published):
     pub, msg = published
     reader = RecordReader()

@@ -39,6 +39,9 @@ class TypedPublisher(Generic[L, M]):
         self.topic = topic
         self._node = node
         self._publisher = node.create_publisher(message_type, topic, qos)
+        # The next message is built ahead, after the previous publish: constructing one (its header, core and
+        # arrays) costs more than the rest of a publish at camera rates, and it would sit between stamp and send.
+        self._spare: list[M] = [message_type()]
 
     def borrow(self, timeout: float = 0.0) -> TypedFrame[L, M] | None:
         """A writable frame of :attr:`layout`, or None if every block is still in use after ``timeout`` seconds."""
@@ -55,13 +58,18 @@ class TypedPublisher(Generic[L, M]):
         when the block has room for it, else its byte extent.
         """
         layout = self.layout if layout is None else layout
-        msg = self.message_type()
+        try:
+            msg = self._spare.pop()  # atomic: two threads publishing at once never share a message
+        except IndexError:
+            msg = self.message_type()
         if header is not None:
             msg.header = header
         layout.fill_message(msg)
         size = byte_size or min(block.capacity, max(layout.byte_extent, layout.padded_extent))
-        msg.core = block.prepare_publish(stream, size)
+        block.prepare_publish(stream, size, into=msg.core)
         self._publisher.publish(msg)
+        if not self._spare:
+            self._spare.append(self.message_type())
         return msg
 
     def publish_bytes(self, data: bytes | memoryview, layout: L | None = None, header: Any = None) -> M | None:
