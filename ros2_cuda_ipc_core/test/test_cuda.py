@@ -78,12 +78,10 @@ def test_killed_gpu_reader_frees_block_and_killed_publisher_keeps_data():
         holder = spawn("gpu-hold", stdin=True)
         assert ask(holder, core_to_json(core)) == {"held": 0}
         assert pool.acquire_for_publish() is None
-        killed_at = time.monotonic()
         holder.send_signal(signal.SIGKILL)
-        block = pool.acquire_for_publish(timeout=1.0)
-        freed_after = time.monotonic() - killed_at
-        holder.wait()
-        assert block is not None and freed_after < 0.1, f"{freed_after * 1000:.0f} ms"
+        holder.wait()  # the kernel dropped the dead reader's lease before the process could be reaped
+        block = pool.acquire_for_publish()  # no timeout: a lease that outlived its reader fails here
+        assert block is not None
         block.cancel()
 
     publisher = spawn("gpu-publish-and-wait")

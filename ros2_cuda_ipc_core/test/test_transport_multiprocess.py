@@ -2,7 +2,6 @@
 
 import os
 import signal
-import time
 from functools import partial
 from pathlib import Path
 
@@ -34,6 +33,9 @@ def test_two_subscribers_verify_1000_messages_over_dds():
 
 
 def test_killed_reader_frees_its_block_at_once():
+    # A lease is the reader's file lock, which the kernel drops as it closes the dead process's files, before
+    # the process can be reaped: so the block is free the moment wait() returns, with no wait of ours at all.
+    # (How long the kernel takes to tear a SIGKILLed process down on a loaded machine is not ours to bound.)
     with BlockManager(4096, block_count=1, memory="host", reuse_delay=0) as pool:
         block = pool.acquire_for_publish()
         core = block.prepare_publish()
@@ -41,13 +43,11 @@ def test_killed_reader_frees_its_block_at_once():
         assert ask(holder, core_to_json(core)) == {"held": 0}
         assert pool.acquire_for_publish() is None
         assert pool.stats()["blocks_held_by_readers"] == 1
-        killed_at = time.monotonic()
         holder.send_signal(signal.SIGKILL)
-        block = pool.acquire_for_publish(timeout=1.0)
-        freed_after = time.monotonic() - killed_at
         holder.wait()
+        block = pool.acquire_for_publish()  # no timeout: a lease that outlived its reader (a TTL, a poll) fails here
         assert block is not None and block.block_id == 0
-        assert freed_after < 0.1, f"block came back {freed_after * 1000:.0f} ms after the kill"
+        assert pool.stats()["blocks_held_by_readers"] == 0
         block.cancel()
 
 
