@@ -51,8 +51,8 @@ def test_50_closed_pools_leave_no_fds_or_mappings_here_or_in_a_reading_process()
             assert (theirs[-1]["pools_cached"], theirs[-1]["pools_open"], theirs[-1]["leases_held"]) == (0, 0, 0)
         # Flat means no growth: 45 leaked pools would add 45+ of each, while an unrelated fd or mapping
         # that another test left behind may go away meanwhile (seen on the H200).
-        assert all(ours[-1][k] <= ours[4][k] for k in ("fds", "maps")), f"here: {ours[4]} after 5 pools, {ours[-1]} after 50"
-        assert all(theirs[-1][k] <= theirs[4][k] for k in ("fds", "maps")), \
+        assert all(ours[-1][k] <= ours[4][k] for k in ("fds", "pool_maps")), f"here: {ours[4]} after 5 pools, {ours[-1]} after 50"
+        assert all(theirs[-1][k] <= theirs[4][k] for k in ("fds", "pool_maps")), \
             f"reading process: {theirs[4]} after 5 pools, {theirs[-1]} after 50"
         assert reader.stats()["reads"] == 50 and theirs[-1]["reads"] == 50
     finally:
@@ -89,7 +89,7 @@ def test_a_view_keeps_its_mapping_past_close_and_no_longer():
     assert reader.stats()["pools_open"] == 0 and reader.stats()["leases_held"] == 0
     del writable
     after = resource_counts()
-    assert after["maps"] < before_close["maps"] and after["fds"] < before_close["fds"]
+    assert after["pool_maps"] < before_close["pool_maps"] and after["fds"] < before_close["fds"]
 
 
 def test_reader_drops_a_dead_publishers_pool_once_no_view_is_held():
