@@ -25,7 +25,11 @@ def ack_qos() -> Any:
 
 
 class AckGate:
-    """Publisher side: tracks the last sequence number each subscriber acknowledged on ``topic``."""
+    """Publisher side: tracks the last sequence number each subscriber acknowledged on ``topic``.
+
+    Its waits raise ``TimeoutError`` saying what was acknowledged, rather than let the publisher carry on
+    into a run that can then only time out.
+    """
 
     def __init__(self, node: Any, topic: str) -> None:
         from std_msgs.msg import String
@@ -38,21 +42,26 @@ class AckGate:
         name, seq = msg.data.split()
         self.acked[name] = max(int(seq), self.acked.get(name, -1))
 
-    def _spin_until(self, done: Any, timeout: float) -> bool:
+    def _spin_until(self, done: Callable[[], bool], timeout: float, waiting_for: str) -> None:
         import rclpy
 
         deadline = time.monotonic() + timeout
         while not done() and time.monotonic() < deadline:
             rclpy.spin_once(self._node, timeout_sec=0.005)
-        return bool(done())
+        if not done():
+            raise TimeoutError(f"{waiting_for}, for {timeout:g} s; acknowledged so far: {self.acked}")
 
-    def wait_for_subscribers(self, count: int, timeout: float = 60.0) -> bool:
-        """Every subscriber acknowledges -1 once it is listening."""
-        return self._spin_until(lambda: len(self.acked) >= count, timeout)
+    def wait_for_subscribers(self, count: int, matched: Callable[[], int], timeout: float = 60.0) -> None:
+        """Until ``count`` subscribers have acknowledged -1 (they listen) and the data publisher has matched as
+        many subscriptions (``matched()``): an acknowledgement proves the way back only, and a message
+        published before its subscription matched never reaches it."""
+        self._spin_until(lambda: len(self.acked) >= count and matched() >= count, timeout,
+                         f"waited for {count} subscriber(s) to listen and match (DDS discovery)")
 
-    def wait_until_within(self, seq: int, window: int, timeout: float = 30.0) -> bool:
+    def wait_until_within(self, seq: int, window: int, timeout: float = 30.0) -> None:
         """Block until message ``seq`` is at most ``window`` ahead of the slowest subscriber."""
-        return self._spin_until(lambda: seq - min(self.acked.values(), default=-1) <= window, timeout)
+        self._spin_until(lambda: seq - min(self.acked.values(), default=-1) <= window, timeout,
+                         f"message {seq} waited to be within {window} of the slowest subscriber")
 
 
 class Acker:
@@ -86,12 +95,12 @@ class Acker:
 
 
 def publish_acknowledged(node: Any, topic: str, count: int, window: int, publish: Callable[[int], None],
-                         subscribers: int = 1) -> None:
-    """``publish(seq)`` for seq 0 .. count-1 once ``subscribers`` acknowledge on ``topic``'s acks, never more than
-    ``window`` (a pool's block count) ahead of the slowest; return once they have acknowledged the last one."""
+                         matched: Callable[[], int], subscribers: int = 1) -> None:
+    """``publish(seq)`` for seq 0 .. count-1 once ``subscribers`` acknowledge on ``topic``'s acks and the publisher
+    has matched them (``matched()``, its matched subscription count), never more than ``window`` (a pool's block
+    count) ahead of the slowest; return once they have acknowledged the last one."""
     gate = AckGate(node, f"{topic}_acks")
-    if not gate.wait_for_subscribers(subscribers):
-        raise SystemExit(f"only {sorted(gate.acked)} of {subscribers} subscribers appeared within 60 s (DDS discovery)")
+    gate.wait_for_subscribers(subscribers, matched)
     for seq in range(count):
         gate.wait_until_within(seq, window)
         publish(seq)

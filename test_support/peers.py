@@ -42,11 +42,12 @@ def run_peers(script: str, publisher: Sequence[str], subscribers: Sequence[Seque
     pub = spawn_peer(script, *publisher)
     try:
         pub_out, _ = pub.communicate(timeout=publisher_timeout)
+        # Now, not after the subscribers' timeout: a publisher that gave up leaves them waiting for the rest.
+        assert pub.returncode == 0, f"the publisher ended with exit code {pub.returncode} (its stderr is above)"
         sub_outs = [sub.communicate(timeout=subscriber_timeout)[0] for sub in subs]
     finally:
         for proc in (pub, *subs):
             proc.kill()
-    assert pub.returncode == 0, f"the publisher ended with exit code {pub.returncode}"
     return last_json(pub_out), [last_json(out) for out in sub_outs]
 
 

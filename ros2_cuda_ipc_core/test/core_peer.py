@@ -122,7 +122,8 @@ def flow_controlled_publisher(pool: BlockManager, count: int, subscribers: int, 
             facts["message_bytes"].add(len(serialize_message(core)))
             pub.publish(core)
 
-        publish_acknowledged(node, f"{prefix}_blocks", count, pool.block_count, publish, subscribers)
+        publish_acknowledged(node, f"{prefix}_blocks", count, pool.block_count, publish, pub.get_subscription_count,
+                             subscribers)
     facts["stats"] = pool.stats()
     facts["message_bytes"] = sorted(facts["message_bytes"])
     return facts

@@ -6,6 +6,7 @@ import gc
 import numpy as np
 import pytest
 from block_reuse import BAD_REUSE_DELAYS, republish_once_released
+from spinning import received, spin_until, spinning
 from typed_cloud import FIELDS, POINT_STEP, RecordLayout, RecordReader, expected
 
 from ros2_cuda_ipc_core import (
@@ -176,6 +177,14 @@ def test_invalid_layout_is_refused_before_any_lease(published):
         reader.read(bad)
     assert reader.stats()["invalid_descriptors"] == 1 and reader.stats()["leases_held"] == 0
     assert pub.pool.stats()["blocks_held_by_readers"] == 0
+
+
+def test_subscription_count_is_the_subscriptions_matched_with_the_publisher(node):
+    with TypedPublisher(node, "typed_matched", GpuPointCloud2, LAYOUT, memory="host") as pub, spinning(node) as executor:
+        assert pub.subscription_count == 0
+        with received(node, GpuPointCloud2, "typed_matched"):
+            assert spin_until(executor, lambda: pub.subscription_count == 1)
+        assert spin_until(executor, lambda: pub.subscription_count == 0)
 
 
 def test_publish_bytes_uploads_verbatim(node):

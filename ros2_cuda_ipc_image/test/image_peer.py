@@ -27,7 +27,7 @@ def publisher(count: str) -> dict:
                 np.add(base, np.uint8(seq % 256), out=frame.array)
                 frame.publish()
 
-        publish_acknowledged(node, TOPIC, int(count), pub.pool.block_count, publish)
+        publish_acknowledged(node, TOPIC, int(count), pub.pool.block_count, publish, lambda: pub.subscription_count)
         return {"stats": pub.pool.stats(), "strides": list(pub.layout.strides)}
 
 

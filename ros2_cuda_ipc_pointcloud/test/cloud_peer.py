@@ -34,7 +34,7 @@ def publisher(count: str) -> dict:
                     np.asarray(frame.field(name))[...] = expected(base, name, seq)
                 frame.publish()
 
-        publish_acknowledged(node, TOPIC, int(count), pub.pool.block_count, publish)
+        publish_acknowledged(node, TOPIC, int(count), pub.pool.block_count, publish, lambda: pub.subscription_count)
         return {"stats": pub.pool.stats()}
 
 

@@ -43,6 +43,12 @@ class TypedPublisher(Generic[L, M]):
         # arrays) costs more than the rest of a publish at camera rates, and it would sit between stamp and send.
         self._spare: list[M] = [message_type()]
 
+    @property
+    def subscription_count(self) -> int:
+        """Subscriptions the middleware has matched with this publisher now; a message published before a
+        subscription matched does not reach it (volatile durability), so wait for this, not for the ROS graph."""
+        return int(self._publisher.get_subscription_count())
+
     def borrow(self, timeout: float = 0.0) -> TypedFrame[L, M] | None:
         """A writable frame of :attr:`layout`, or None if every block is still in use after ``timeout`` seconds."""
         from .frame import TypedFrame
