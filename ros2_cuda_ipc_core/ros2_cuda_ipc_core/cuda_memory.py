@@ -85,10 +85,12 @@ class _CudaBlocks:
 
     def retain(self) -> None:
         """Count one more user (a view, a same-process import) that keeps the memory past close()."""
-        with self._lifetime_lock:
-            if not self._finalizer.alive:
-                raise Ros2CudaIpcError("this CUDA memory was already given back to the driver")
-            self._users += 1
+        with self._lifetime_lock:  # nothing that allocates in here: the GC could run drop() on this thread
+            alive = self._finalizer.alive
+            if alive:
+                self._users += 1
+        if not alive:
+            raise Ros2CudaIpcError("this CUDA memory was already given back to the driver")
 
     def drop(self) -> None:
         """One user fewer; the last one out of a closed memory gives it back."""

@@ -21,20 +21,24 @@ log = logging.getLogger("ros2_cuda_ipc")
 
 
 class Releaser:
-    """One worker thread that drops leases once their completion events fire; events are reused per device."""
+    """One worker thread that drops leases once their completion events fire; events are reused per device.
+
+    No lock: a release can run from the garbage collector (a view collected) while this very thread is
+    inside the releaser, and re-entering a held lock would deadlock it.  The free events are lists in a
+    dict, whose ``setdefault``, ``append`` and ``pop`` are atomic.
+    """
 
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[tuple[int, Any, Callable[[], None]]] = queue.SimpleQueue()
         self._free: dict[int, list[Any]] = {}
-        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="ros2_cuda_ipc lease releaser", daemon=True)
         self._thread.start()
 
     def _event(self, device: int) -> Any:
-        with self._lock:
-            pool = self._free.setdefault(device, [])
-            if pool:
-                return pool.pop()
+        try:
+            return self._free[device].pop()
+        except (KeyError, IndexError):  # none made for this device yet, or every one is in use
+            pass
         cu = driver()
         with on_device(device):
             return driver_call(cu.cuEventCreate, cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)
@@ -66,8 +70,7 @@ class Releaser:
                 release()
             except Exception:  # this thread serves every lease of the process: it must outlive one bad release
                 log.exception("a lease release failed")
-            with self._lock:
-                self._free.setdefault(device, []).append(event)
+            self._free.setdefault(device, []).append(event)
 
 
 @functools.cache
