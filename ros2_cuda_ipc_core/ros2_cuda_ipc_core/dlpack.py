@@ -107,6 +107,13 @@ _VERSIONED = struct.Struct("<IIQQQ" + _TENSOR)
 _DELETE_ADDRESS = ctypes.cast(_delete, ctypes.c_void_p).value
 _DESTROY_ADDRESS = ctypes.cast(_destroy_capsule, ctypes.c_void_p)
 
+# A consumer may call the deleter, or drop a capsule, while the interpreter tears its modules down (a tensor kept
+# on ``sys`` or by an extension): the callbacks, the slab and the other capsules' buffers must outlive this module,
+# or the consumer runs freed code at exit (a segfault, seen with numpy).  One reference each, never given back.
+for _everlasting in (_delete, _destroy_capsule, _slab, _alive):
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(_everlasting))
+del _everlasting
+
 
 #: Shape and strides as ``struct`` layouts, by ndim (made once: parsing a format costs more than packing).
 _ARRAYS: dict[int, struct.Struct] = {}

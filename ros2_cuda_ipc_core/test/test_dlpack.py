@@ -2,6 +2,8 @@
 
 import ctypes
 import gc
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -113,3 +115,24 @@ def test_many_dimensions_get_their_own_buffer():
     out = np.from_dlpack(HostExport(source, read_only=False))
     assert out.shape == source.shape and out.strides == source.strides
     np.testing.assert_array_equal(out, source)
+
+
+def test_a_consumer_that_outlives_the_modules_exits_cleanly():
+    """A tensor kept where it is freed last (on ``sys``, as an extension's cache might) calls our deleter while
+    the interpreter tears its modules down: the callback and the slab must still be there (it crashed before)."""
+    script = (
+        "import sys\n"
+        "import numpy as np\n"
+        "from ros2_cuda_ipc_core.dlpack import KDL_CPU, make_capsule\n"
+        "class HostExport:\n"
+        "    def __init__(self, array): self.array = array\n"
+        "    def __dlpack_device__(self): return (KDL_CPU, 0)\n"
+        "    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):\n"
+        "        a = self.array\n"
+        "        return make_capsule(self, a.ctypes.data, (KDL_CPU, 0), a.shape, a.strides, a.dtype,\n"
+        "                            max_version is not None and max_version[0] >= 1, False)\n"
+        "sys.kept_tensor = np.from_dlpack(HostExport(np.arange(6.0)))\n"
+        "sys.kept_wide = np.from_dlpack(HostExport(np.zeros((1,) * 14)))\n"  # its own buffer, not a slot
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (0, "")
