@@ -133,7 +133,7 @@ def make_capsule(owner: Any, address: int, device: tuple[int, int], shape: tuple
         raise BufferError(f"strides {byte_strides} are not whole multiples of the {dtype.itemsize}-byte element")
     ndim = len(shape)
     code = _TYPE_CODES.get(dtype.kind)
-    if code is None:
+    if code is None or dtype.itemsize > 31:  # DLPack's bits field is 8 bits wide: complex256 has no equivalent
         raise BufferError(f"dtype {dtype} has no DLPack equivalent")
     # One buffer holds the managed tensor and its shape and strides arrays, written by struct in one go:
     # a capsule is made for every frame a framework takes, and a ctypes object per field costs several times more.

@@ -74,6 +74,17 @@ def test_strides_must_be_whole_elements():
         make_capsule(None, 0, (KDL_CPU, 0), (2,), (8,), np.dtype("M8[s]"), True, True)
 
 
+@pytest.mark.skipif(np.dtype(np.clongdouble).itemsize < 32, reason="long double is double here: no 256-bit complex")
+def test_a_dtype_wider_than_dlpack_bits_is_refused_before_a_slot_is_taken():
+    """DLPack counts bits in a uint8: complex256 is a BufferError, and the slab slot is not lost on the way."""
+    from ros2_cuda_ipc_core import dlpack
+
+    free = len(dlpack._free_slots)
+    with pytest.raises(BufferError, match="no DLPack equivalent"):
+        make_capsule(None, 0, (KDL_CPU, 0), (2,), (32,), np.dtype(np.clongdouble), True, True)
+    assert len(dlpack._free_slots) == free
+
+
 @pytest.mark.parametrize("versioned", [True, False])
 def test_capsule_bytes_read_back_through_the_dlpack_structures(versioned):
     from ros2_cuda_ipc_core.dlpack import KDL_CUDA, DLManagedTensor, DLManagedTensorVersioned
