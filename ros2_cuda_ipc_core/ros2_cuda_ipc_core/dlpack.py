@@ -82,14 +82,11 @@ _capsule_new.restype, _capsule_new.argtypes = ctypes.py_object, [ctypes.c_void_p
 _POINTER_OFFSET = object.__basicsize__
 _NAME_OFFSET = _POINTER_OFFSET + ctypes.sizeof(ctypes.c_void_p)
 _OWNING_NAMES = (b"dltensor", b"dltensor_versioned")  # renamed 'used_...' once a consumer took it
-destructor_calls = 0  # diagnostics: capsules whose destructor ran
 
 
 @_CAPSULE_DESTRUCTOR
 def _destroy_capsule(capsule: int) -> None:
     """An unconsumed capsule still owns its tensor; a consumed one belongs to the consumer."""
-    global destructor_calls
-    destructor_calls += 1
     try:
         name = ctypes.c_void_p.from_address(capsule + _NAME_OFFSET).value
         if name and ctypes.string_at(name) in _OWNING_NAMES:
@@ -117,13 +114,6 @@ del _everlasting
 
 #: Shape and strides as ``struct`` layouts, by ndim (made once: parsing a format costs more than packing).
 _ARRAYS: dict[int, struct.Struct] = {}
-
-
-def dl_dtype(dtype: np.dtype) -> DLDataType:
-    code = _TYPE_CODES.get(dtype.kind)
-    if code is None:
-        raise BufferError(f"dtype {dtype} has no DLPack equivalent")
-    return DLDataType(code, dtype.itemsize * 8, 1)
 
 
 def make_capsule(owner: Any, address: int, device: tuple[int, int], shape: tuple[int, ...],
