@@ -35,7 +35,9 @@ class ReadHandle:
         self._ready = ready  # the producer's writes had finished when read: views order no consumer stream
         self._start = desc.block_id * pool.header.block_size
         self._open = [True]  # list.pop() is atomic: one close() wins even when two threads race
-        self._shares = [_LAST]  # popped atomically too: exactly one holder takes _LAST, the one that gives back
+        # Popped atomically too: exactly one holder takes _LAST, the one that gives back.  view() appends its token
+        # before it checks _open, and pops it again when refused: _LAST goes only once no share is left.
+        self._shares = [_LAST]
 
     def __del__(self) -> None:
         self.close()  # dropped without close(): its share goes back all the same
@@ -71,11 +73,17 @@ class ReadHandle:
 
         ``strides`` are in bytes; the whole layout must fit in :attr:`byte_size`.
         """
-        if not self._open:
-            raise Ros2CudaIpcError("this ReadHandle is closed; read the descriptor again")
-        view = self._pool.memory.view(self._start, self._desc.byte_size, shape, dtype, strides, offset,
-                                      ready=self._ready, ordered_stream=self._stream)
+        # The share is taken before the open check: a close() on another thread then either comes first and is
+        # seen here, or leaves this share standing; checked first, the close could give the lease back under it.
         self._shares.append(_VIEW)
+        try:
+            if not self._open:
+                raise Ros2CudaIpcError("this ReadHandle is closed; read the descriptor again")
+            view = self._pool.memory.view(self._start, self._desc.byte_size, shape, dtype, strides, offset,
+                                          ready=self._ready, ordered_stream=self._stream)
+        except BaseException:
+            self._drop_share()
+            raise
         when_collected(view, self._drop_share)
         return view
 

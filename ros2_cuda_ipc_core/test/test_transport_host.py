@@ -67,6 +67,30 @@ def test_views_keep_the_lease_after_close(pool):
         handle.view((8,), np.uint8)
 
 
+def test_a_view_taken_while_its_handle_closes_holds_the_lease(pool):
+    """close() on one thread while view() runs on another: the view holds the lease or is refused, never
+    outlives it.  Made deterministic here: the view's own shape closes the handle while the view is made."""
+    handle = Reader().read(publish(pool, 1))
+
+    class ClosingExtent:
+        def __index__(self):
+            handle.close()
+            return 8
+
+    view = handle.view((ClosingExtent(),), np.uint8)
+    assert handle.closed and pool.stats()["blocks_held_by_readers"] == 1  # the view holds it
+    del view
+    assert pool.stats()["blocks_held_by_readers"] == 0
+
+
+def test_a_view_refused_for_its_layout_takes_no_share(pool):
+    handle = Reader().read(publish(pool, 1))
+    with pytest.raises(InvalidDescriptorError):
+        handle.view((pool.block_size + 1,), np.uint8)
+    handle.close()
+    assert pool.stats()["blocks_held_by_readers"] == 0
+
+
 def test_reused_block_makes_descriptor_stale(pool):
     reader = Reader()
     old = publish(pool, 1)
