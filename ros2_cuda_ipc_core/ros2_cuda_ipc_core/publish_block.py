@@ -63,19 +63,21 @@ class PublishBlock:
         if not 0 < size <= self.capacity:
             raise ValueError(f"byte_size={byte_size} is outside this block's 1..{self.capacity} bytes")
         pool = self._pool
-        event_handle = pool._memory.record_ready(self.block_id, stream)
+        core = BufferCore() if into is None else into
+        try:  # filled before the block is marked published: a wrong ``into`` leaves it borrowed, not lost
+            core.socket_path = pool.socket_path
+            core.pool_id = pool.pool_id_array
+            core.block_id = self.block_id
+            core.uid = self.uid
+            core.publisher_pid = pool.publisher_pid
+            core.memory = pool.header.memory
+            core.device_id = pool.header.device
+            core.byte_size = size
+        except AttributeError:
+            raise TypeError(f"into= takes a BufferCore (the one inside your message), not {type(into).__name__}") from None
+        core.event_handle = pool._memory.record_ready(self.block_id, stream)
         self._done = True
         pool._finish(self.block_id, self.uid, time.monotonic_ns(), size)
-        core = BufferCore() if into is None else into
-        core.socket_path = pool.socket_path
-        core.pool_id = pool.pool_id_array
-        core.block_id = self.block_id
-        core.uid = self.uid
-        core.publisher_pid = pool.publisher_pid
-        core.memory = pool.header.memory
-        core.device_id = pool.header.device
-        core.event_handle = event_handle
-        core.byte_size = size
         return core
 
     def cancel(self) -> None:

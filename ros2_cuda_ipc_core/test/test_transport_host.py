@@ -304,3 +304,14 @@ def test_prepare_publish_fills_the_core_it_is_given():
         with Reader().read(core) as handle:
             assert handle.byte_size == 10
 
+
+def test_prepare_publish_into_something_else_leaves_the_block_borrowed():
+    from ros2_cuda_ipc_msgs.msg import BufferCore
+
+    with BlockManager(4096, block_count=1, memory="host", reuse_delay=60.0) as pool:
+        block = pool.acquire_for_publish()
+        with pytest.raises(TypeError, match="into= takes a BufferCore"):
+            block.prepare_publish(into=object())
+        core = block.prepare_publish(byte_size=10)  # still borrowed: nothing was published by the failed call
+        assert isinstance(core, BufferCore) and core.byte_size == 10
+        assert pool.stats()["published"] == 1
