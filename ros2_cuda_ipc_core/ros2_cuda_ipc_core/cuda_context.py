@@ -1,4 +1,4 @@
-"""CUDA contexts: every driver call of ours runs in the device's primary context, the caller's left alone.
+"""CUDA contexts: a driver call of ours that needs a context runs in the device's primary one, the caller's left alone.
 
 torch, cupy and cuda.core all use the primary context of a device, and follow the thread's
 current context; reading a block of GPU 1 must not switch a caller working on GPU 0.
@@ -11,6 +11,7 @@ mean "the current context's", so calls on them still run inside ``on_device``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import Any
 
@@ -72,22 +73,11 @@ class on_device:  # lower case: used like the context-manager function it replac
 DEFAULT_STREAMS = frozenset((0, 1, 2))
 
 
-class _NoContext:
-    """What ``context_for`` returns for an explicit stream: nothing to switch."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+#: What ``context_for`` returns for an explicit stream: nothing to switch (stateless, so shared by every thread).
+_NO_CONTEXT: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
 
 
-_NO_CONTEXT = _NoContext()
-
-
-def context_for(stream: int, device: int) -> on_device | _NoContext:
+def context_for(stream: int, device: int) -> contextlib.AbstractContextManager[None]:
     """The context a call on ``stream`` needs: ``device``'s primary one for a default stream, none otherwise."""
     return on_device(device) if stream in DEFAULT_STREAMS else _NO_CONTEXT
 
