@@ -32,9 +32,9 @@ class LeaseFile:
         self._requests: dict[tuple[int, int], bytes] = {}  # packed once per lock kind and byte, not per read
 
     def _request(self, kind: int, byte: int) -> bytes:
-        request = self._requests.get((kind, byte))
-        if request is None:
-            request = self._requests[kind, byte] = _FLOCK.pack(kind, os.SEEK_SET, byte, 1, 0)
+        """Pack and keep the request for ``kind`` on ``byte``: the callers look it up inline first (a call per
+        lock costs more than the lookup), so this runs once per kind and byte."""
+        request = self._requests[kind, byte] = _FLOCK.pack(kind, os.SEEK_SET, byte, 1, 0)
         return request
 
     def _set(self, kind: int, byte: int) -> bool:
