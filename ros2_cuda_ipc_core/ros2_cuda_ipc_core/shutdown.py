@@ -75,7 +75,12 @@ def run_nodes(make_nodes: Callable[[], Sequence[Node]], *, args: list[str] | Non
     import rclpy
     from rclpy.executors import Executor, SingleThreadedExecutor
 
-    rclpy.init(args=args)
+    try:
+        rclpy.init(args=args)
+    except KeyboardInterrupt:  # a stop while rclpy starts (a runner stopping what it has just started, say)
+        _wait_for_context_shutdown()
+        rclpy.try_shutdown()
+        return 0
     nodes: list[Node] = []
     spinner: Executor | None = None
     try:

@@ -52,3 +52,34 @@ def test_a_real_stop_signal_while_the_nodes_are_made(stop):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
+
+
+# A real signal while rclpy itself starts: before its handlers are in (Python raises KeyboardInterrupt in
+# rclpy.init), or just after (rclpy's handler shuts the new context down, and Python raises it as well).
+SIGNALLED_WHILE_RCLPY_STARTS = """
+import os, signal, time
+import rclpy
+from rclpy.node import Node
+from ros2_cuda_ipc_core import run_nodes
+
+init = rclpy.init
+
+def init_signalled(*args, **kwargs):
+    if {before}:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+    init(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.2)
+
+rclpy.init = init_signalled
+raise SystemExit(run_nodes(lambda: [Node("never_made")]))
+"""
+
+
+@pytest.mark.parametrize("before", [True, False], ids=["before its handlers", "after its handlers"])
+def test_a_stop_while_rclpy_starts_ends_with_0(before):
+    done = subprocess.run([sys.executable, "-c", SIGNALLED_WHILE_RCLPY_STARTS.format(before=before)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
