@@ -30,7 +30,7 @@ from rclpy.parameter import Parameter
 
 from ros2_cuda_ipc_core import run_nodes
 
-from .parent_watch import end_with_parent
+from .parent_watch import follow_runner
 from .registry import COMPONENT_GROUP, UnknownComponentError, available_components, component_class
 from .run_component import CONFIGURATION_ERRORS
 
@@ -269,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    end_with_parent()
+    follow_runner()
     full = list(sys.argv[1:] if argv is None else argv)
     split = full.index("--ros-args") if "--ros-args" in full else len(full)
     parser = build_parser()

@@ -9,7 +9,8 @@ It prints a table once a second (per node: frames in and out per second, latency
 camera's stamp p50 / p99, frames checked, bad, stale drops, lost, leases held, same-process
 reads), stops after ``--seconds`` / ``--frames`` or on Ctrl-C (exit code 0), and writes
 ``pipeline-summary.json`` and the preview node's ``preview.png`` to ``--out``. If a node's
-process fails, it says which and shows that node's last log lines at once.
+process fails, it says which and shows that node's last log lines at once; a node that does not
+end within 15 s of the stop is asked where its threads are (SIGUSR1), killed, and shown the same way.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, check_reuse_delay, run_tool
 from .arrays import MemoryChoiceError, choose_memory
 from .container import ComponentSpec
 from .live_table import StatsTable
-from .parent_watch import PARENT_PID_VARIABLE
+from .parent_watch import PARENT_PID_VARIABLE, STACKS_SIGNAL
 from .pipeline_node import STATS_TOPIC
 from .pipelines import DEFAULT_SIZES, MIN_SIZES, PIPELINES, Pipeline, PipelineOptions
 
@@ -41,6 +42,7 @@ __all__ = ["PipelineFailed", "add_run_arguments", "main", "options_from", "posit
 SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080), "4k": (3840, 2160)}
 STARTUP_TIMEOUT = 60.0  # seconds for every node to report once (imports, DDS discovery, a slow CI machine)
 DRAIN_REPORTS = 2  # after the source is done: reports with no change before the pipeline counts as drained
+STOP_TIMEOUT = 15.0  # seconds a node has to end after SIGINT before it is asked for its stacks and killed
 
 
 class PipelineFailed(RuntimeError):
@@ -130,6 +132,7 @@ class _Child:
     process: subprocess.Popen
     log: Path
     started: float
+    killed: bool = False  # still running STOP_TIMEOUT s after SIGINT
 
     def tail(self, lines: int = 15) -> str:
         try:
@@ -168,7 +171,8 @@ def _start(name: str, command: list[str], log_dir: Path) -> _Child:
     return _Child(name, process, log, time.monotonic())
 
 
-def _stop(children: list[_Child], timeout: float = 15.0) -> dict[str, int]:
+def _stop(children: list[_Child], timeout: float = STOP_TIMEOUT) -> dict[str, int]:
+    """SIGINT every child; one still running ``timeout`` s later is asked for its stacks, then SIGKILLed."""
     for child in children:
         if child.process.poll() is None:
             child.process.send_signal(signal.SIGINT)
@@ -178,9 +182,25 @@ def _stop(children: list[_Child], timeout: float = 15.0) -> dict[str, int]:
         try:
             codes[child.name] = child.process.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
+            _ask_for_stacks(child)
             child.process.kill()
+            child.killed = True
             codes[child.name] = child.process.wait()
     return codes
+
+
+def _ask_for_stacks(child: _Child, timeout: float = 3.0) -> None:
+    """Have a child that did not stop write where each of its threads is into its log (see parent_watch)."""
+    size = child.log.stat().st_size if child.log.exists() else 0
+    child.process.send_signal(STACKS_SIGNAL)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and child.process.poll() is None:
+        with child.log.open("rb") as log:
+            log.seek(size)
+            if b"most recent call first" in log.read():
+                time.sleep(0.2)  # the other threads' stacks follow the first
+                return
+        time.sleep(0.05)
 
 
 class _Screen:
@@ -248,7 +268,13 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
     if failed and not interrupted:
         name = next(iter(failed))
         child = next(c for c in children if c.name == name)
-        raise PipelineFailed(f"{name} exited with code {failed[name]} when asked to stop:\n{child.tail()}")
+        others = ", ".join(f"{other} {code}" for other, code in failed.items() if other != name)
+        also = f" (exit codes of the others that failed: {others})" if others else ""
+        if child.killed:
+            raise PipelineFailed(f"{name} (pid {child.process.pid}) was still running {STOP_TIMEOUT:.0f} s after SIGINT "
+                                 f"and was killed{also}; where its threads were, and its log ({child.log}), end:\n"
+                                 f"{child.tail(80)}")
+        raise PipelineFailed(f"{name} exited with code {failed[name]} when asked to stop{also}:\n{child.tail()}")
     return _summary(pipeline, options, table, compose, time.monotonic() - started, interrupted, codes)
 
 

@@ -47,10 +47,10 @@ def run_component(node_class: Callable[[], Any], argv: list[str] | None = None) 
 
 
 def main() -> None:
-    from .parent_watch import end_with_parent
+    from .parent_watch import follow_runner
     from .registry import UnknownComponentError, component_class
 
-    end_with_parent()
+    follow_runner()
 
     if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
         raise SystemExit(f"usage: {sys.argv[0]} package::Class [--ros-args ...]")

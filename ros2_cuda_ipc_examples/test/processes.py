@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -10,11 +11,14 @@ from collections.abc import Iterable
 
 import rclpy
 
+from ros2_cuda_ipc_examples.parent_watch import PARENT_PID_VARIABLE, STACKS_SIGNAL
+
 
 def start(module: str, *args: str) -> subprocess.Popen:
-    """``python -m module args...``, its output captured as text."""
+    """``python -m module args...``, its output captured as text; started as the pipeline runner starts its
+    nodes, so it ends with this process and prints its threads' stacks when asked (see ``interrupt``)."""
     return subprocess.Popen([sys.executable, "-m", module, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, env={**os.environ, PARENT_PID_VARIABLE: str(os.getpid())})
 
 
 def wait_for_nodes(node: rclpy.node.Node, names: Iterable[str], processes: Iterable[subprocess.Popen] = (),
@@ -35,11 +39,14 @@ def wait_for_nodes(node: rclpy.node.Node, names: Iterable[str], processes: Itera
 
 
 def interrupt(process: subprocess.Popen, timeout: float = 20.0) -> tuple[int, str, str]:
-    """SIGINT, then (return code, stdout, stderr)."""
+    """SIGINT, then (return code, stdout, stderr); a process still running ``timeout`` s later is asked for its
+    threads' stacks (they end its stderr) and killed."""
     process.send_signal(signal.SIGINT)
     try:
         out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        process.send_signal(STACKS_SIGNAL)
+        time.sleep(1.0)  # faulthandler writes them from the signal handler
         process.kill()
         out, err = process.communicate()
     return process.returncode, out, err

@@ -17,6 +17,7 @@ import pytest
 from ros2_cuda_ipc_examples import demo
 from ros2_cuda_ipc_examples.arrays import cuda_unavailable_reason as unavailable_reason
 from ros2_cuda_ipc_examples.container import ComponentSpec
+from ros2_cuda_ipc_examples.parent_watch import PARENT_PID_VARIABLE, STACKS_SIGNAL, follow_runner
 from ros2_cuda_ipc_examples.pipeline import PipelineFailed, add_run_arguments, options_from, run_pipeline
 from ros2_cuda_ipc_examples.pipelines import Pipeline, PipelineOptions, fanout, lidar
 from ros2_cuda_ipc_examples.png import read_png
@@ -158,6 +159,32 @@ def test_blocks_and_reuse_delay_reach_every_node_that_publishes_from_a_pool():
         pools = {spec.name: (spec.parameters["block_count"], spec.parameters["reuse_delay"])
                  for spec in pipeline.components if "block_count" in spec.parameters}
         assert pools == dict.fromkeys(owners, (6, 0.0))
+
+
+# Every process started while this is on PYTHONPATH keeps SIGINT blocked, in all its threads: a node that
+# does not stop when the runner asks it to.
+NOT_STOPPING = "import signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\n"
+
+
+def test_a_node_that_does_not_stop_says_where_it_is_before_it_is_killed(tmp_path, monkeypatch):
+    (tmp_path / "sitecustomize.py").write_text(NOT_STOPPING)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    options = PipelineOptions(width=160, height=120, fps=8.0, memory="host", frames=3, namespace="/not_stopping",
+                              out_dir=tmp_path / "out")
+    camera = ComponentSpec("ros2_cuda_ipc_examples::SyntheticCamera", "camera", "/not_stopping",
+                           {"memory": "host", "width": 160, "height": 120, "fps": 8.0, "frames": 3})
+    with pytest.raises(PipelineFailed) as failure:
+        run_pipeline(Pipeline("not_stopping", [camera]), options, stream=None)
+    message = str(failure.value)
+    assert "camera" in message and "was still running 15 s after SIGINT and was killed" in message, message
+    assert "most recent call first" in message and "run_nodes" in message, message  # its stacks, from its log
+    assert _children_in("/not_stopping") == []
+
+
+def test_follow_runner_only_acts_in_a_runners_child(monkeypatch):
+    monkeypatch.delenv(PARENT_PID_VARIABLE, raising=False)
+    follow_runner()  # not started by a runner: the stacks signal keeps its default action
+    assert signal.getsignal(STACKS_SIGNAL) == signal.SIG_DFL
 
 
 @pytest.mark.parametrize(("args", "message"), [
