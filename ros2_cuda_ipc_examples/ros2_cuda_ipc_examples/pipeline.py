@@ -40,7 +40,7 @@ __all__ = ["PipelineFailed", "add_run_arguments", "main", "options_from", "posit
            "reuse_delay_seconds", "run_pipeline", "write_summary"]
 
 SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080), "4k": (3840, 2160)}
-STARTUP_TIMEOUT = 60.0  # seconds for every node to report once (imports, DDS discovery, a slow CI machine)
+STARTUP_TIMEOUT = 60.0  # seconds for every node to report once, and then for the source's first frame
 DRAIN_REPORTS = 2  # after the source is done: reports with no change before the pipeline counts as drained
 STOP_TIMEOUT = 15.0  # seconds a node has to end after SIGINT before it is asked for its stacks and killed
 
@@ -303,6 +303,7 @@ def _collect_last_reports(spinner: Any, table: StatsTable, seconds: float = 1.2)
 def _watch(spinner: Any, table: StatsTable, children: list[_Child], screen: _Screen, started: float) -> None:
     next_draw = started + 1.0
     stable, signature, last_report_time = 0, None, None
+    all_reported: float | None = None
     while True:
         spinner.spin_once(timeout_sec=0.1)
         for child in children:
@@ -322,6 +323,14 @@ def _watch(spinner: Any, table: StatsTable, children: list[_Child], screen: _Scr
             next_draw += 1.0
             screen.show(f"{screen.title}  t={now - started:.0f}s\n{table.render()}")
         source = table.latest.get(table.order[0])
+        if not missing and all_reported is None:
+            all_reported = now
+        if source is not None and source["out"] == 0 and all_reported is not None \
+                and now - all_reported > STARTUP_TIMEOUT:
+            raise PipelineFailed(f"{table.order[0]} sent no frame in the {STARTUP_TIMEOUT:.0f} s after every node "
+                                 f"reported: it, or a node after it, still waits for a subscription (seen when a "
+                                 f"process's DDS discovery missed another's endpoint for good); logs in "
+                                 f"{children[0].log.parent}\n{table.render()}")
         if source is None or not source.get("done") or missing:
             continue
         report_time = max(report["time"] for report in table.latest.values())

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ros2_cuda_ipc_examples import demo
+from ros2_cuda_ipc_examples import pipeline as runner
 from ros2_cuda_ipc_examples.arrays import cuda_unavailable_reason as unavailable_reason
 from ros2_cuda_ipc_examples.container import ComponentSpec
 from ros2_cuda_ipc_examples.parent_watch import PARENT_PID_VARIABLE, STACKS_SIGNAL, follow_runner
@@ -159,6 +160,17 @@ def test_blocks_and_reuse_delay_reach_every_node_that_publishes_from_a_pool():
         pools = {spec.name: (spec.parameters["block_count"], spec.parameters["reuse_delay"])
                  for spec in pipeline.components if "block_count" in spec.parameters}
         assert pools == dict.fromkeys(owners, (6, 0.0))
+
+
+def test_a_source_that_never_starts_fails_the_run_instead_of_stalling_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "STARTUP_TIMEOUT", 3.0)
+    options = PipelineOptions(width=160, height=120, memory="host", frames=3, namespace="/never_starts", out_dir=tmp_path)
+    camera = ComponentSpec("ros2_cuda_ipc_examples::SyntheticCamera", "camera", "/never_starts",
+                           {"memory": "host", "width": 160, "height": 120, "frames": 3, "wait_for_subscribers": 1})
+    with pytest.raises(PipelineFailed) as failure:  # nobody subscribes: it waits for ever
+        run_pipeline(Pipeline("never_starts", [camera]), options, stream=None)
+    assert "camera sent no frame in the 3 s after every node reported" in str(failure.value)
+    assert _children_in("/never_starts") == []
 
 
 # Every process started while this is on PYTHONPATH keeps SIGINT blocked, in all its threads: a node that
