@@ -181,7 +181,7 @@ class BlockManager:
                 continue
             uid, self._next_uid = self._next_uid, self._next_uid + 1
             self._borrowed.add(block_id)
-            return PublishBlock(self, block_id, uid)
+            return PublishBlock(self, block_id, uid, self._memory, self._finish)
         return None
 
     def _finish(self, block_id: int, uid: int, published_ns: int, byte_size: int) -> None:

@@ -12,16 +12,23 @@ from .errors import Ros2CudaIpcError
 from .streams import StreamLike
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .pool import BlockManager
 
 
 class PublishBlock:
     """A block the publisher holds the write lease on.  Use it as a context manager: unpublished means cancelled."""
 
-    __slots__ = ("_done", "_pool", "block_id", "uid")
+    __slots__ = ("_done", "_finish", "_memory", "_pool", "block_id", "uid")
 
-    def __init__(self, pool: BlockManager, block_id: int, uid: int) -> None:
+    def __init__(self, pool: BlockManager, block_id: int, uid: int, memory: Any,
+                 finish: Callable[[int, int, int, int], None]) -> None:
+        """Made by the pool, which hands over its block ``memory`` and how to ``finish`` a block
+        (record the publication or cancellation and drop the write lease)."""
         self._pool = pool
+        self._memory = memory
+        self._finish = finish
         self.block_id = block_id
         self.uid = uid
         self._done = False
@@ -34,7 +41,7 @@ class PublishBlock:
     @property
     def device_ptr(self) -> int:
         """Address of the block: a device pointer for CUDA, a host address for host memory."""
-        return self._pool._memory.address(self.offset)
+        return self._memory.address(self.offset)
 
     @property
     def capacity(self) -> int:
@@ -49,7 +56,7 @@ class PublishBlock:
         """A writable view of the block, its first element ``offset`` bytes in: a numpy array (host) or a
         DLPack / CUDA-array-interface object (CUDA)."""
         self._check_open()
-        return self._pool._memory.view(self.offset, self.capacity, shape, dtype, strides, offset)
+        return self._memory.view(self.offset, self.capacity, shape, dtype, strides, offset)
 
     def prepare_publish(self, stream: StreamLike = None, byte_size: int | None = None,
                         into: BufferCore | None = None) -> BufferCore:
@@ -75,9 +82,9 @@ class PublishBlock:
             core.byte_size = size
         except AttributeError:
             raise TypeError(f"into= takes a BufferCore (the one inside your message), not {type(into).__name__}") from None
-        core.event_handle = pool._memory.record_ready(self.block_id, stream)
+        core.event_handle = self._memory.record_ready(self.block_id, stream)
         self._done = True
-        pool._finish(self.block_id, self.uid, time.monotonic_ns(), size)
+        self._finish(self.block_id, self.uid, time.monotonic_ns(), size)
         return core
 
     def cancel(self) -> None:
@@ -85,7 +92,7 @@ class PublishBlock:
         if not self._done:
             self._done = True
             if not self._pool.closed:
-                self._pool._finish(self.block_id, self.uid, 0, 0)
+                self._finish(self.block_id, self.uid, 0, 0)
 
     def _check_open(self) -> None:
         if self._done:
