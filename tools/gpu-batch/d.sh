@@ -1,9 +1,5 @@
 # GPU batch D: where the CUDA read's time goes at 30 Hz (tools/profile_read.py), before changing anything.
-set -o pipefail; export PYTHONUNBUFFERED=1 ROS_DOMAIN_ID=45
-nvidia-smi -L; date -u; lscpu | grep -E "Model name|^CPU\(s\)"
-sed -i -E '/^(mypy|mypy_extensions|librt|ast_serialize|pathspec|ruff)==/d' requirements/kilted.txt
-python3 tools/workspace.py setup --into-env --python python3 --wheelhouse wheelhouse 2>&1 | grep -v WARNING | tail -1
-source .workspace/env.sh
+source tools/gpu-batch/setup.sh
 for memory in host cuda; do
   echo "== measure_cost $memory"; timeout 40 python3 -m ros2_cuda_ipc_core.measure_cost --memory $memory --rate 30 --count 450 2>&1 | tee $OUT/cost-$memory.log
 done

@@ -1,10 +1,6 @@
 # GPU batch F: the read path before (d546345's core, in tools/gpu-batch/before) and after all the read-path
 # changes, interleaved; the per-step profile after; the benchmark's torch consumer; then the GPU suite, part 1.
-set -o pipefail; export PYTHONUNBUFFERED=1 ROS_DOMAIN_ID=45
-nvidia-smi -L; date -u
-sed -i -E '/^(mypy|mypy_extensions|librt|ast_serialize|pathspec|ruff)==/d' requirements/kilted.txt
-python3 tools/workspace.py setup --into-env --python python3 --wheelhouse wheelhouse 2>&1 | grep -v WARNING | tail -1
-source .workspace/env.sh
+source tools/gpu-batch/setup.sh
 before() { PYTHONPATH=$PWD/tools/gpu-batch/before:$PYTHONPATH "$@"; }
 for round in 1 2; do
   echo "== before $round"; before timeout 40 python3 -m ros2_cuda_ipc_core.measure_cost --memory cuda --rate 30 --count 450 2>&1 | tee $OUT/cost-before-$round.log

@@ -1,10 +1,6 @@
 # GPU batch G (nvidia-h200-x2): the GPU suite, part 2 (examples) and the two-GPU tests; the read path and the
 # benchmark with every change of the session (publish path included).
-set -o pipefail; export PYTHONUNBUFFERED=1 ROS_DOMAIN_ID=45
-nvidia-smi -L; date -u
-sed -i -E '/^(mypy|mypy_extensions|librt|ast_serialize|pathspec|ruff)==/d' requirements/kilted.txt
-python3 tools/workspace.py setup --into-env --python python3 --wheelhouse wheelhouse 2>&1 | grep -v WARNING | tail -1
-source .workspace/env.sh
+source tools/gpu-batch/setup.sh
 echo "== two GPUs"; timeout 60 pytest -q -rfEs --timeout 50 ros2_cuda_ipc_core/test/test_cuda.py -k "device or two" 2>&1 | tail -4
 echo "== GPU suite part 2"; timeout 330 pytest -q -rfE --timeout 150 --durations=12 --junitxml=$OUT/part2.xml ros2_cuda_ipc_examples/test 2>&1 | tee $OUT/pytest-part2.log | tail -22
 echo "== cost"; timeout 40 python3 -m ros2_cuda_ipc_core.measure_cost --memory cuda --rate 30 --count 450 2>&1 | tee $OUT/cost.log

@@ -1,10 +1,6 @@
 # GPU batch H: the review's CUDA-side fixes and the stop fixes, on the final tree: core CUDA and DLPack tests,
 # a torch tensor kept past interpreter teardown, the read path at 30 Hz, the two stop tests that failed in run 19.
-set -o pipefail; export PYTHONUNBUFFERED=1 ROS_DOMAIN_ID=45
-nvidia-smi -L; date -u
-sed -i -E '/^(mypy|mypy_extensions|librt|ast_serialize|pathspec|ruff)==/d' requirements/kilted.txt
-python3 tools/workspace.py setup --into-env --python python3 --wheelhouse wheelhouse 2>&1 | grep -v WARNING | tail -1
-source .workspace/env.sh
+source tools/gpu-batch/setup.sh
 echo "== core CUDA"; timeout 70 pytest -q -rfEs --timeout 60 ros2_cuda_ipc_core/test/test_cuda.py ros2_cuda_ipc_core/test/test_typed_cuda.py ros2_cuda_ipc_core/test/test_dlpack.py 2>&1 | tail -4
 echo "== tensor past teardown"; timeout 30 python3 -c "import sys,numpy as np,torch
 from ros2_cuda_ipc_core import BlockManager, Reader
