@@ -4,7 +4,7 @@
     ros2 launch ros2_cuda_ipc_examples fanout.launch.py compose:=true         # one container process
     ros2 launch ros2_cuda_ipc_examples fanout.launch.py width:=3840 height:=2160 memory:=cuda
 
-Composed, launch_ros starts the examples' ``container`` executable and loads each node through
+Composed, launch_ros starts the tools package's ``container`` executable and loads each node through
 its ``~/_container/load_node`` service (served where ``composition_interfaces`` exists, as it does
 wherever launch_ros does). Watch the nodes' reports with
 ``ros2 topic echo /fanout/pipeline_stats``; ``pipeline fanout`` shows them as a live table.
@@ -47,7 +47,7 @@ def generate_launch_description() -> LaunchDescription:
                      parameters=[parameters] if parameters else [], output="screen", condition=UnlessCondition(compose))
                 for name, executable, _, parameters in NODES]
     composed = ComposableNodeContainer(
-        name="fanout_container", namespace=namespace, package=PACKAGE, executable="container", output="screen",
+        name="fanout_container", namespace=namespace, package="ros2_cuda_ipc_tools", executable="container", output="screen",
         condition=IfCondition(compose),
         composable_node_descriptions=[
             ComposableNode(package=PACKAGE, plugin=f"{PACKAGE}::{plugin}", name=name, namespace=namespace,

@@ -1,1 +1,8 @@
-"""Composable example nodes, a Python component container, pipelines, the demo and the benchmark of ros2_cuda_ipc."""
+"""Examples of ros2_cuda_ipc, in three rooms.
+
+``nodes``: the example components (a synthetic camera and LiDAR, preprocessing, inference, an encoder,
+previews, voxel downsampling), their base classes and the scenes they draw and check.
+``pipelines``: the pipelines those nodes make, the runner with its live table, and the demo.
+``bench``: the latency benchmark against ``sensor_msgs`` and the soak test.
+The tools a user runs against their own topics (the component container, ...) are in ``ros2_cuda_ipc_tools``.
+"""

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import rclpy
 
-from ros2_cuda_ipc_examples.parent_watch import PARENT_PID_VARIABLE, STACKS_SIGNAL
+from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL
 
 
 def start(module: str, *args: str) -> subprocess.Popen:

@@ -16,7 +16,7 @@ import pytest
 
 from ros2_cuda_ipc_core import BlockManager, CudaUnavailableError
 
-COMMAND = [sys.executable, "-m", "ros2_cuda_ipc_examples.benchmark"]
+COMMAND = [sys.executable, "-m", "ros2_cuda_ipc_examples.bench.benchmark"]
 SMOKE = ["--memory", "host", "--payloads", "64x48", "ouster", "--frames", "6", "--warmup", "1", "--rates", "20"]
 PAYLOAD_BYTES = {"64x48": 64 * 48 * 4, "ouster": 128 * 1024 * 48}
 

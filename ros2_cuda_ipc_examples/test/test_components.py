@@ -11,9 +11,8 @@ import pytest
 from processes import interrupt, start, wait_for_nodes
 from rclpy.parameter import Parameter
 
-from ros2_cuda_ipc_examples.arrays import cuda_unavailable_reason as unavailable_reason
-from ros2_cuda_ipc_examples.registry import available_components, component_class
-from ros2_cuda_ipc_examples.run_component import CONFIGURATION_ERRORS
+from ros2_cuda_ipc_examples.nodes.arrays import cuda_unavailable_reason as unavailable_reason
+from ros2_cuda_ipc_tools import CONFIGURATION_ERRORS, available_components, component_class
 
 #: Each component, its node name here, and the parameters and remappings it starts with on a CPU machine
 #: (the bridge nodes' sensor_msgs topics renamed: one process cannot have two types on one topic).
@@ -47,7 +46,7 @@ def test_every_component_is_registered():
 
 def test_each_component_as_its_own_process_stops_on_sigint(node):
     namespace = "/own_process"
-    processes = {plugin: start("ros2_cuda_ipc_examples.run_component", plugin, *ros_args(name, namespace, *more))
+    processes = {plugin: start("ros2_cuda_ipc_tools.components.run_component", plugin, *ros_args(name, namespace, *more))
                  for plugin, (name, *more) in COMPONENTS.items()}
     try:
         wait_for_nodes(node, [f"{namespace}/{name}" for name, *_ in COMPONENTS.values()], processes.values())
@@ -67,7 +66,7 @@ def test_all_components_in_one_container_stop_on_sigint(node):
         args += ["--load", plugin, "--name", name, "--namespace", namespace]
         args += [arg for param in params for arg in ("--param", param)]
         args += [arg for rule in remaps for arg in ("--remap", rule)]
-    container = start("ros2_cuda_ipc_examples.container", *args, "--ros-args", "-r", "__ns:=/composed")
+    container = start("ros2_cuda_ipc_tools.components.container", *args, "--ros-args", "-r", "__ns:=/composed")
     try:
         wait_for_nodes(node, [f"{namespace}/{name}" for name, *_ in COMPONENTS.values()] + ["/composed/ComponentManager"],
                        [container])
@@ -83,14 +82,14 @@ MODULES = ["camera", "preprocess", "inference", "encoder", "preview", "lidar", "
 
 
 def test_console_entry_prints_its_documentation():
-    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.camera", "--help"],
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.nodes.camera", "--help"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "ros2 run ros2_cuda_ipc_examples synthetic_camera" in out.stdout
 
 
 @pytest.mark.parametrize("module", MODULES)
 def test_every_node_module_says_how_to_start_it(module):
-    doc = importlib.import_module(f"ros2_cuda_ipc_examples.{module}").__doc__
+    doc = importlib.import_module(f"ros2_cuda_ipc_examples.nodes.{module}").__doc__
     assert "ros2 run ros2_cuda_ipc_examples " in doc
 
 
@@ -124,7 +123,7 @@ def test_bad_parameters_are_refused_by_name(node, name, parameters, message):
 
 
 def test_a_refused_parameter_ends_the_process_with_one_line_and_exit_code_2():
-    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.camera", "--ros-args", "-p", "fps:=0.0"],
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.nodes.camera", "--ros-args", "-p", "fps:=0.0"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2, out.stderr
     # rcl's own warnings (Jazzy's about the tests' ROS_LOCALHOST_ONLY) are not ours; ours is one line.
@@ -135,6 +134,6 @@ def test_a_refused_parameter_ends_the_process_with_one_line_and_exit_code_2():
 
 @pytest.mark.skipif(unavailable_reason(0) is None, reason="checks the message where there is no usable GPU")
 def test_camera_on_cuda_without_a_gpu_says_why():
-    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.camera", "--ros-args", "-p", "memory:=cuda"],
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.nodes.camera", "--ros-args", "-p", "memory:=cuda"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "memory='cuda' cannot be used" in out.stderr and "Traceback" not in out.stderr

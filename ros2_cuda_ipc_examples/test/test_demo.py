@@ -8,7 +8,7 @@ import sys
 def test_demo_runs_the_pipeline_and_the_comparison(tmp_path):
     args = ["--frames", "12", "--size", "160x120", "--fps", "8", "--hop-seconds", "1", "--memory", "auto",
             "--out", str(tmp_path), "--namespace", "/demo_test"]
-    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.demo", *args],
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.pipelines.demo", *args],
                          capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "demo: frames live in" in out.stdout and "demo: OK" in out.stdout

@@ -14,15 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from ros2_cuda_ipc_examples import demo
-from ros2_cuda_ipc_examples import pipeline as runner
-from ros2_cuda_ipc_examples.arrays import cuda_unavailable_reason as unavailable_reason
-from ros2_cuda_ipc_examples.container import ComponentSpec
-from ros2_cuda_ipc_examples.parent_watch import PARENT_PID_VARIABLE, STACKS_SIGNAL, follow_runner
-from ros2_cuda_ipc_examples.pipeline import PipelineFailed, add_run_arguments, options_from, run_pipeline
-from ros2_cuda_ipc_examples.pipelines import Pipeline, PipelineOptions, fanout, lidar
-from ros2_cuda_ipc_examples.png import read_png
-from ros2_cuda_ipc_examples.scene import Probe
+from ros2_cuda_ipc_examples.nodes.arrays import cuda_unavailable_reason as unavailable_reason
+from ros2_cuda_ipc_examples.nodes.png import read_png
+from ros2_cuda_ipc_examples.nodes.scene import Probe
+from ros2_cuda_ipc_examples.pipelines import demo, runner
+from ros2_cuda_ipc_examples.pipelines.definitions import Pipeline, PipelineOptions, fanout, lidar
+from ros2_cuda_ipc_examples.pipelines.runner import PipelineFailed, add_run_arguments, options_from, run_pipeline
+from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL, ComponentSpec, follow_runner
 
 FRAMES = 20
 CONSUMERS = ("preprocess", "inference", "encoder", "preview")
@@ -126,7 +124,7 @@ def test_a_node_that_cannot_be_started_leaves_no_process_and_no_rclpy_behind(tmp
 
 
 def test_ctrl_c_stops_the_pipeline_with_exit_code_0_and_writes_the_summary(tmp_path):
-    runner = subprocess.Popen([sys.executable, "-m", "ros2_cuda_ipc_examples.pipeline", "fanout", "--size", "160x120",
+    runner = subprocess.Popen([sys.executable, "-m", "ros2_cuda_ipc_examples.pipelines.runner", "fanout", "--size", "160x120",
                                "--fps", "5", "--memory", "host", "--out", str(tmp_path), "--namespace", "/fanout_ctrl_c"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     summary_path = tmp_path / "pipeline-summary.json"
@@ -219,7 +217,7 @@ def test_demo_refuses_bad_arguments(capsys, args, message):
 
 def test_a_bad_argument_ends_the_demo_at_once():
     started = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.demo", "--frames", "-1"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.pipelines.demo", "--frames", "-1"], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 2 and "argument --frames: must be positive, not -1" in out.stderr
     assert "Traceback" not in out.stderr and time.monotonic() - started < 30
@@ -227,7 +225,7 @@ def test_a_bad_argument_ends_the_demo_at_once():
 
 @pytest.mark.skipif(unavailable_reason(0) is None, reason="checks the message where there is no usable GPU")
 def test_demo_on_cuda_without_a_gpu_says_why_at_once():
-    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.demo", "--memory", "cuda"],
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.pipelines.demo", "--memory", "cuda"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "memory='cuda' cannot be used: no usable CUDA driver" in out.stderr
 

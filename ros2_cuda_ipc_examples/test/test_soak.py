@@ -9,9 +9,9 @@ import time
 import numpy as np
 import pytest
 
-from ros2_cuda_ipc_examples.soak import check_pattern, fill_pattern, parse_args
+from ros2_cuda_ipc_examples.bench.soak import check_pattern, fill_pattern, parse_args
 
-SOAK = [sys.executable, "-m", "ros2_cuda_ipc_examples.soak"]
+SOAK = [sys.executable, "-m", "ros2_cuda_ipc_examples.bench.soak"]
 
 
 @pytest.mark.timeout(240)

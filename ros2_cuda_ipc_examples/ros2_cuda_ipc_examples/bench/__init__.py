@@ -1,5 +1,5 @@
-"""The pieces of ``benchmark``: what is measured (cases), how frames travel (transports), where the
-bytes are touched (array libraries), the two processes (producer, consumer) and the reports.
+"""Measurement: ``benchmark`` (ros2_cuda_ipc against ``sensor_msgs`` over DDS) and its pieces, and ``soak``.
 
-``ros2_cuda_ipc_examples.benchmark`` is the command; this package is its implementation.
+``benchmark``'s pieces: what is measured (cases), how frames travel (transports), where the bytes are
+touched (array libraries), the two processes (producer, consumer) and the reports.
 """

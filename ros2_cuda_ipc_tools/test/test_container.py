@@ -11,8 +11,8 @@ import pytest
 from rclpy.executors import SingleThreadedExecutor
 from std_msgs.msg import String
 
-from ros2_cuda_ipc_examples.container import ComponentContainer, ComponentLoadError, ComponentSpec, read_pipeline_file
-from ros2_cuda_ipc_examples.registry import UnknownComponentError
+from ros2_cuda_ipc_tools.components.container import ComponentContainer, ComponentLoadError, ComponentSpec, read_pipeline_file
+from ros2_cuda_ipc_tools.components.registry import UnknownComponentError
 
 CAMERA = "ros2_cuda_ipc_examples::SyntheticCamera"
 ENCODER = "ros2_cuda_ipc_examples::EncoderLike"
@@ -84,7 +84,7 @@ def test_components_in_one_container_read_through_the_same_process_path(containe
 
 def test_command_line_refuses_an_unknown_component_at_once():
     started = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.container", "--load", "nope::Nope"],
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_tools.components.container", "--load", "nope::Nope"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "no component named 'nope::Nope'; available:" in out.stderr
     assert CAMERA in out.stderr and "Traceback" not in out.stderr
@@ -92,13 +92,13 @@ def test_command_line_refuses_an_unknown_component_at_once():
 
 
 def test_command_line_options_need_a_load_first():
-    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.container", "--param", "a:=1"],
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_tools.components.container", "--param", "a:=1"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "--param must follow a --load" in out.stderr
 
 
 def test_command_line_lists_components():
-    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.container", "--list"],
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_tools.components.container", "--list"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and CAMERA in out.stdout.split()
 

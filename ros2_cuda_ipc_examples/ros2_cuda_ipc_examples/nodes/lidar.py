@@ -3,7 +3,7 @@
     ros2 run ros2_cuda_ipc_examples synthetic_lidar --ros-args -p rings:=128 -p columns:=2048 -p fps:=10.0
 
 Organized ``xyzi`` clouds (rings x columns points of 16 bytes) of a round room whose wall moves
-(see :mod:`~ros2_cuda_ipc_examples.lidar_scene`), on ``points`` (``GpuPointCloud2``): drawn by torch
+(see :mod:`~ros2_cuda_ipc_examples.nodes.lidar_scene`), on ``points`` (``GpuPointCloud2``): drawn by torch
 (or cupy) on the GPU for CUDA memory, by numpy for host memory. The intensity of every point is the
 scan number. Takes ``fps`` (10.0), ``frames``, ``seconds``, ``wait_for_subscribers``, ``start_delay``,
 ``memory`` (auto), ``block_count`` (4), ``reuse_delay`` (0.01 s) and ``frame_id`` (lidar) like the camera.
@@ -16,17 +16,17 @@ from typing import Any
 import numpy as np
 
 from ros2_cuda_ipc_pointcloud import PointCloudPublisher
+from ros2_cuda_ipc_tools import run_component
 
 from .lidar_scene import LidarScene
 from .pipeline_node import ParameterError
-from .run_component import run_component
 from .source_node import SourceNode
 
 __all__ = ["SyntheticLidar", "main"]
 
 
 class SyntheticLidar(SourceNode):
-    """Publishes scan after scan of :class:`~ros2_cuda_ipc_examples.lidar_scene.LidarScene` on ``points``."""
+    """Publishes scan after scan of :class:`~ros2_cuda_ipc_examples.nodes.lidar_scene.LidarScene` on ``points``."""
 
     output_topic = "points"
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY
+from ros2_cuda_ipc_tools import ComponentSpec
 
-from .container import ComponentSpec
-from .scene import MIN_HEIGHT, MIN_WIDTH
+from ..nodes.scene import MIN_HEIGHT, MIN_WIDTH
 
 __all__ = ["DEFAULT_SIZES", "MIN_SIZES", "PIPELINES", "Pipeline", "PipelineOptions", "fanout", "hop", "lidar"]
 

@@ -19,12 +19,12 @@ from sensor_msgs.msg import PointCloud2
 
 from ros2_cuda_ipc_msgs.msg import BufferCore, GpuPointCloud2
 from ros2_cuda_ipc_pointcloud import PointCloudReader, to_pointcloud2_msg
+from ros2_cuda_ipc_tools import run_component
 
 from .arrays import ArrayBackend
 from .lidar_scene import RANGE_LIMITS
 from .pipeline_node import ParameterError, PipelineNode
 from .png import write_png
-from .run_component import run_component
 
 __all__ = ["CloudPreview", "birds_eye", "main"]
 

@@ -17,9 +17,9 @@ import numpy as np
 from sensor_msgs.msg import Image
 
 from ros2_cuda_ipc_image import ImagePublisher
+from ros2_cuda_ipc_tools import run_component
 
 from .pipeline_node import ParameterError
-from .run_component import run_component
 from .scene import Scene
 from .source_node import SourceNode
 
@@ -29,7 +29,7 @@ TRANSPORTS = ("ipc", "sensor_msgs")
 
 
 class SyntheticCamera(SourceNode):
-    """Publishes frame after frame of :class:`~ros2_cuda_ipc_examples.scene.Scene` on ``image``."""
+    """Publishes frame after frame of :class:`~ros2_cuda_ipc_examples.nodes.scene.Scene` on ``image``."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("synthetic_camera", default_fps=30.0, default_frame_id="camera", **kwargs)

@@ -12,10 +12,11 @@ from typing import Any
 
 from std_msgs.msg import UInt64
 
+from ros2_cuda_ipc_tools import run_component
+
 from .arrays import ArrayBackend
 from .consumer import ImageConsumer
 from .pipeline_node import ParameterError
-from .run_component import run_component
 from .scene import rgb_index
 
 __all__ = ["EncoderLike", "main"]

@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 from sensor_msgs.msg import Image
 
+from ros2_cuda_ipc_tools import run_component
+
 from .arrays import ArrayBackend
 from .consumer import ImageConsumer
 from .pipeline_node import ParameterError
 from .png import write_png
-from .run_component import run_component
 from .scene import rgb_index
 
 __all__ = ["Preview", "main"]

@@ -20,11 +20,11 @@ from std_msgs.msg import Header
 
 from ros2_cuda_ipc_msgs.msg import BufferCore, GpuPointCloud2
 from ros2_cuda_ipc_pointcloud import PointCloudPublisher, PointCloudReader, numpy_voxel_downsample, voxel_downsample
+from ros2_cuda_ipc_tools import run_component
 
 from .arrays import ArrayBackend
 from .lidar_scene import LidarProbe
 from .pipeline_node import ParameterError, PipelineNode
-from .run_component import run_component
 
 __all__ = ["VoxelDownsample", "main"]
 

@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 from std_msgs.msg import UInt32
 
+from ros2_cuda_ipc_tools import run_component
+
 from .arrays import ArrayBackend
 from .consumer import ImageConsumer
 from .pipeline_node import ParameterError
 from .preprocess import IMAGENET_MEAN, IMAGENET_STD
-from .run_component import run_component
 from .scene import Probe
 
 __all__ = ["InferenceLike", "TinyNet", "main"]

@@ -18,7 +18,7 @@ __all__ = ["ArrayBackend", "MemoryChoiceError", "backend_for", "choose_memory", 
            "gpu_array_library"]
 
 
-class MemoryChoiceError(RuntimeError):
+class MemoryChoiceError(ValueError):
     """The requested memory cannot be used in this process; the message says why and what to install."""
 
 

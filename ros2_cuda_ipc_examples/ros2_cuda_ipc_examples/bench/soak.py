@@ -1,7 +1,7 @@
 """Soak: one publisher and three readers over DDS, killed and restarted at random, every frame verified.
 
     soak --minutes 10 [--memory auto|host|cuda] [--readers 3] [--rate 100] [--size-mib 1]
-    python -m ros2_cuda_ipc_examples.soak --minutes 1 --memory host
+    python -m ros2_cuda_ipc_examples.bench.soak --minutes 1 --memory host
 
 The publisher fills each block with a pattern unique to its sequence number and publishes the
 descriptor at ``--rate`` Hz; each reader reads every message it gets and checks every byte.
@@ -288,7 +288,7 @@ class Soak:
     # processes
 
     def spawn(self, role: str, slot: int) -> Child:
-        command = [sys.executable, "-m", "ros2_cuda_ipc_examples.soak", "--role", role, "--slot", str(slot),
+        command = [sys.executable, "-m", "ros2_cuda_ipc_examples.bench.soak", "--role", role, "--slot", str(slot),
                    "--topic", self.topic, "--memory", self.args.memory, "--rate", str(self.args.rate),
                    "--size-mib", str(self.args.size_mib)]
         log = open(self.logs / f"{role}{slot}-{self.totals[role].started}.log", "w")  # noqa: SIM115 (closed on reap)

@@ -53,7 +53,7 @@ class ImageConsumer(PipelineNode):
 
     def process(self, image: Any, header: Any, encoding: str, arrays: ArrayBackend) -> None:
         """Do this node's work on ``image``: a zero-copy, read-only (rows, cols, channels) array on
-        ``arrays``' stream, of ``encoding`` (see :func:`~ros2_cuda_ipc_examples.scene.rgb_index`)."""
+        ``arrays``' stream, of ``encoding`` (see :func:`~ros2_cuda_ipc_examples.nodes.scene.rgb_index`)."""
 
     def probe_values(self, image: Any, probe: Probe, ys: Any, xs: Any, arrays: ArrayBackend) -> np.ndarray:
         """The pixels at the probe's points as 0..255 values, on the host (this waits for the frame's work)."""

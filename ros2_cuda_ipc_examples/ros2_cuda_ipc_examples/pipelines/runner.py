@@ -28,13 +28,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, check_reuse_delay, run_tool
+from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL, ComponentSpec
 
-from .arrays import MemoryChoiceError, choose_memory
-from .container import ComponentSpec
+from ..nodes.arrays import MemoryChoiceError, choose_memory
+from ..nodes.pipeline_node import STATS_TOPIC
+from .definitions import DEFAULT_SIZES, MIN_SIZES, PIPELINES, Pipeline, PipelineOptions
 from .live_table import StatsTable
-from .parent_watch import PARENT_PID_VARIABLE, STACKS_SIGNAL
-from .pipeline_node import STATS_TOPIC
-from .pipelines import DEFAULT_SIZES, MIN_SIZES, PIPELINES, Pipeline, PipelineOptions
 
 __all__ = ["PipelineFailed", "add_run_arguments", "main", "options_from", "positive_number", "print_outcome",
            "reuse_delay_seconds", "run_pipeline", "write_summary"]
@@ -150,7 +149,7 @@ def _process_command(spec: ComponentSpec) -> list[str]:
     args = ["--ros-args", "-r", f"__node:={spec.name}", "-r", f"__ns:={spec.namespace}"]
     args += [arg for key, value in spec.parameters.items() for arg in ("-p", f"{key}:={_param(value)}")]
     args += [arg for source, target in spec.remappings.items() for arg in ("-r", f"{source}:={target}")]
-    return [sys.executable, "-m", "ros2_cuda_ipc_examples.run_component", spec.plugin, *args]
+    return [sys.executable, "-m", "ros2_cuda_ipc_tools.components.run_component", spec.plugin, *args]
 
 
 def _container_command(pipeline: Pipeline, executor: str, namespace: str) -> list[str]:
@@ -159,7 +158,7 @@ def _container_command(pipeline: Pipeline, executor: str, namespace: str) -> lis
         args += ["--load", spec.plugin, "--name", spec.name or "", "--namespace", spec.namespace or namespace]
         args += [arg for key, value in spec.parameters.items() for arg in ("--param", f"{key}:={_param(value)}")]
         args += [arg for source, target in spec.remappings.items() for arg in ("--remap", f"{source}:={target}")]
-    return [sys.executable, "-m", "ros2_cuda_ipc_examples.container", *args, "--executor", executor,
+    return [sys.executable, "-m", "ros2_cuda_ipc_tools.components.container", *args, "--executor", executor,
             "--ros-args", "-r", f"__node:={pipeline.name}_container", "-r", f"__ns:={namespace}"]
 
 

@@ -1,6 +1,6 @@
 """Run one component as its own process, ended by Ctrl-C or SIGTERM with exit code 0.
 
-    python -m ros2_cuda_ipc_examples.run_component ros2_cuda_ipc_examples::Preview --ros-args -r __ns:=/fanout
+    python -m ros2_cuda_ipc_tools.components.run_component ros2_cuda_ipc_examples::Preview --ros-args -r __ns:=/fanout
 
 Each example node's console script is this for its own class. A node that cannot start with the
 parameters it was given (a value out of range, CUDA asked for where there is none) says so in one
@@ -15,12 +15,11 @@ from typing import Any
 
 from ros2_cuda_ipc_core import run_nodes
 
-from .arrays import MemoryChoiceError
-
 __all__ = ["CONFIGURATION_ERRORS", "run_component"]
 
-#: What a node raises when its parameters cannot work: a clear message, no traceback.
-CONFIGURATION_ERRORS: tuple[type[Exception], ...] = (ValueError, MemoryChoiceError)
+#: What a node raises when its parameters cannot work: a clear message, no traceback.  A component signals
+#: "cannot start with these parameters" by raising a ``ValueError`` (or a subclass) from its constructor.
+CONFIGURATION_ERRORS: tuple[type[Exception], ...] = (ValueError,)
 
 
 def _parameter_errors() -> tuple[type[Exception], ...]:

@@ -20,11 +20,11 @@ import numpy as np
 from ros2_cuda_ipc_core import BlockManager
 from ros2_cuda_ipc_image import ImageLayout
 from ros2_cuda_ipc_msgs.msg import GpuImage
+from ros2_cuda_ipc_tools import run_component
 
 from .arrays import ArrayBackend
 from .consumer import ImageConsumer
 from .pipeline_node import ParameterError
-from .run_component import run_component
 from .scene import MIN_HEIGHT, MIN_WIDTH, rgb_index
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "Preprocess", "main", "planar_layout"]

@@ -3,10 +3,10 @@
     container --load ros2_cuda_ipc_examples::SyntheticCamera --name camera --param width:=1920 \\
               --load ros2_cuda_ipc_examples::Preview --name preview --remap image:=/camera/image
     container --file pipeline.yaml [--executor multi]
-    ros2 run ros2_cuda_ipc_examples container        # then: ros2 component load /ComponentManager ...
+    ros2 run ros2_cuda_ipc_tools container        # then: ros2 component load /ComponentManager ...
 
 rclpy has no container of its own. This one loads the classes registered in the
-``ros2_cuda_ipc.components`` entry-point group (see :mod:`~ros2_cuda_ipc_examples.registry`)
+``ros2_cuda_ipc.components`` entry-point group (see :mod:`~ros2_cuda_ipc_tools.components.registry`)
 onto one executor. Where ``composition_interfaces`` is importable it also serves
 ``~/_container/load_node``, ``~/_container/unload_node`` and ``~/_container/list_nodes`` with
 rclcpp's request and response fields, so ``ros2 component`` and launch's composable-node

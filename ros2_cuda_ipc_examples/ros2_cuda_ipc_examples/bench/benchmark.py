@@ -1,7 +1,7 @@
 """Frames between two ROS 2 processes: ros2_cuda_ipc (CUDA and host memory) against sensor_msgs/Image over DDS.
 
     benchmark [--mode latency|throughput|both] [--payloads 640x480 1920x1080 3840x2160] [--rates 30 100] [--out DIR]
-    python -m ros2_cuda_ipc_examples.benchmark ...          (the same)
+    python -m ros2_cuda_ipc_examples.bench.benchmark ...          (the same)
 
 This process publishes, a consumer process it starts subscribes; one run measures every transport,
 payload and rate back to back:
@@ -34,11 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY
-from ros2_cuda_ipc_examples.bench import plots, results
-from ros2_cuda_ipc_examples.bench.arrays import GPU_LIBRARIES, installed_gpu_libraries
-from ros2_cuda_ipc_examples.bench.cases import MODES, TRANSPORTS, Case, Plan, make_plan
-from ros2_cuda_ipc_examples.bench.consumer import DRAIN_S
-from ros2_cuda_ipc_examples.bench.payloads import Payload, default_payloads, parse_payload
+
+from . import plots, results
+from .arrays import GPU_LIBRARIES, installed_gpu_libraries
+from .cases import MODES, TRANSPORTS, Case, Plan, make_plan
+from .consumer import DRAIN_S
+from .payloads import Payload, default_payloads, parse_payload
 
 CONSUMER_START_TIMEOUT_S = 60.0
 
@@ -206,7 +207,7 @@ class ConsumerProcess:
 def run(args: argparse.Namespace, plan: Plan, notes: list[str]) -> int:
     import rclpy
 
-    from ros2_cuda_ipc_examples.bench.producer import Producer
+    from ..bench.producer import Producer
 
     for note in notes:
         print(note, flush=True)

@@ -20,7 +20,8 @@ from typing import Any
 
 from ros2_cuda_ipc_core import run_tool
 
-from .pipeline import (
+from .definitions import PipelineOptions, fanout, hop
+from .runner import (
     PipelineFailed,
     add_run_arguments,
     options_from,
@@ -29,7 +30,6 @@ from .pipeline import (
     run_pipeline,
     write_summary,
 )
-from .pipelines import PipelineOptions, fanout, hop
 
 __all__ = ["main"]
 

@@ -1,0 +1,39 @@
+"""The tools a user runs against their own ros2_cuda_ipc topics, one subpackage each.
+
+``components``: the Python component container, ``run_component`` (one component as its own process),
+the ``ros2_cuda_ipc.components`` registry and the runner's parent watch.  The recorder, player, viewer
+and ``top`` live beside it.  Only the component names are imported here, so a tool's heavier imports
+(a GL context, a bag library) load only when that tool runs.
+"""
+
+from .components import (
+    COMPONENT_GROUP,
+    CONFIGURATION_ERRORS,
+    PARENT_PID_VARIABLE,
+    STACKS_SIGNAL,
+    ComponentContainer,
+    ComponentLoadError,
+    ComponentSpec,
+    UnknownComponentError,
+    available_components,
+    component_class,
+    follow_runner,
+    read_pipeline_file,
+    run_component,
+)
+
+__all__ = [
+    "COMPONENT_GROUP",
+    "CONFIGURATION_ERRORS",
+    "PARENT_PID_VARIABLE",
+    "STACKS_SIGNAL",
+    "ComponentContainer",
+    "ComponentLoadError",
+    "ComponentSpec",
+    "UnknownComponentError",
+    "available_components",
+    "component_class",
+    "follow_runner",
+    "read_pipeline_file",
+    "run_component",
+]

@@ -1,0 +1,27 @@
+from setuptools import find_packages, setup
+
+PACKAGE = "ros2_cuda_ipc_tools"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test"]),
+    package_data={PACKAGE: ["py.typed"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+    ],
+    install_requires=["setuptools"],
+    extras_require={"test": ["pytest", "hypothesis"]},
+    zip_safe=False,
+    maintainer="ros2_cuda_ipc maintainers",
+    maintainer_email="maintainers@ros2-cuda-ipc.dev",
+    description="The tools a user runs with ros2_cuda_ipc topics: the component container and its runner.",
+    license="Apache-2.0",
+    entry_points={
+        "console_scripts": [
+            "container = ros2_cuda_ipc_tools.components.container:main",
+            "run_component = ros2_cuda_ipc_tools.components.run_component:main",
+        ],
+    },
+)
