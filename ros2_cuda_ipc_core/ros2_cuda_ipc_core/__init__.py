@@ -7,7 +7,9 @@ turns the descriptor back into a leased, read-only view of the very same memory.
 (images, point clouds) build on.
 """
 
+from .cross_device import CROSS_DEVICE_MODES, CrossDevice
 from .cuda_array import CudaArray
+from .cuda_driver import device_count as cuda_device_count
 from .errors import (
     CudaDriverError,
     CudaUnavailableError,
@@ -42,11 +44,13 @@ from .typed import (
 )
 
 __all__ = [
+    "CROSS_DEVICE_MODES",
     "DEFAULT_REUSE_DELAY",
     "ArrayProtocols",
     "ArrayView",
     "BlockLayout",
     "BlockManager",
+    "CrossDevice",
     "CudaArray",
     "CudaDriverError",
     "CudaUnavailableError",
@@ -72,6 +76,7 @@ __all__ = [
     "check_reuse_delay",
     "copy_rows",
     "copy_strided",
+    "cuda_device_count",
     "message_bytes",
     "run_nodes",
     "run_tool",

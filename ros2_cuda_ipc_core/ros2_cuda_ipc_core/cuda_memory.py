@@ -26,6 +26,7 @@ from .cuda_releaser import releaser
 from .cuda_vmm import (
     allocation_prop,
     event_handle_bytes,
+    grant_read_access,
     granularity,
     map_memory,
     open_event_handle,
@@ -33,7 +34,7 @@ from .cuda_vmm import (
     unmap_memory,
     wait_unless_done,
 )
-from .errors import CudaDriverError, DeviceMismatchError, InvalidDescriptorError, Ros2CudaIpcError
+from .errors import CudaDriverError, InvalidDescriptorError, Ros2CudaIpcError
 from .layout import MEMORY_CUDA, PoolHeader
 from .streams import StreamLike, stream_handle
 from .views import check_layout
@@ -116,15 +117,17 @@ class _CudaBlocks:
         return self.base_address + offset
 
     def view(self, start: int, limit: int, shape: Sequence[int], dtype: Any, strides: Sequence[int] | None,
-             offset: int = 0, ready: bool = False, ordered_stream: int | None = None) -> CudaArray:
+             offset: int = 0, ready: bool = False, ordered_stream: int | None = None,
+             device: int | None = None) -> CudaArray:
         """A view of ``[start, start + limit)``.  A reader's view orders a consumer's stream after the producer
         on export, unless the producer's writes had finished when it was read (``ready``) or the consumer
-        uses ``ordered_stream``, the stream the read already ordered."""
+        uses ``ordered_stream``, the stream the read already ordered.  ``device``: where the view is read
+        from when that is not the memory's own device (a peer mapping)."""
         dtype = np.dtype(dtype)
         shape, strides = check_layout(shape, strides, dtype.itemsize, offset, limit)
         order_on = None if ready else self._order_after(start, ordered_stream)
-        array = CudaArray(self.base_address + start + offset, shape, strides, dtype, self.device, self.readonly,
-                          self, order_on)
+        array = CudaArray(self.base_address + start + offset, shape, strides, dtype,
+                          self.device if device is None else device, self.readonly, self, order_on)
         self.retain()
         when_collected(array, self.drop)
         return array
@@ -223,6 +226,7 @@ class ImportedCudaMemory(_CudaBlocks):
         self.readonly = True
         self.readonly_enforced = enforced
         self._events: dict[int, tuple[bytes, Any]] = {}
+        self._peers: set[int] = set()  # devices granted read access to this mapping (cross-device reads)
         if local is not None:
             try:
                 local.retain()  # the pool's events and allocation serve this import until it closes
@@ -249,20 +253,35 @@ class ImportedCudaMemory(_CudaBlocks):
         self._events[block_id] = (handle, event)
         return event
 
+    @property
+    def block_size(self) -> int:
+        return self._block_size
+
+    def consumer_device(self, stream: int) -> int:
+        """The device ``stream`` runs on: this memory's own for the default streams, and on a one-GPU machine
+        without asking the driver (a call of 25 us cold, per frame)."""
+        if device_count() > 1:
+            device = stream_device(stream)
+            if device is not None:
+                return device
+        return self.device
+
     def wait_ready(self, desc: Descriptor, stream: int) -> bool:
         """Make ``stream`` wait for the producer's writes to the block; the host does not wait.
 
         Returns whether those writes had finished already (then no consumer stream needs to wait).
-        On a one-GPU machine every stream is on the block's device: no need to ask the driver.
+        ``stream`` may be on another device (cross-device reads): a stream can wait on any device's event.
         """
         event = self._ready_event(desc.block_id, desc.event_handle)
-        if device_count() > 1:
-            device = stream_device(stream)
-            if device is not None and device != self.device:
-                raise DeviceMismatchError(f"the stream is on CUDA device {device}, the block is on device "
-                                          f"{self.device}: read it with a stream of the block's device")
         with context_for(stream, self.device):
             return wait_unless_done(stream, event)
+
+    def grant_peer(self, device: int) -> None:
+        """Let kernels on ``device`` read this mapping in place (once per device)."""
+        if device not in self._peers:
+            with on_device(self.device):
+                grant_read_access(self.base_address, self.size, device)
+            self._peers.add(device)
 
     def _order_after(self, start: int, ordered_stream: int | None) -> Callable[[int], None]:
         block_id = start // self._block_size

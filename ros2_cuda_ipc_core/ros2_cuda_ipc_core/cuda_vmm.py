@@ -65,6 +65,21 @@ def map_memory(handle: Any, size: int, device: int, read_only: bool) -> tuple[in
     return int(ptr), enforced
 
 
+def grant_read_access(address: int, size: int, device: int) -> None:
+    """Let kernels on ``device`` read ``[address, address + size)``, a VMM mapping of another device's
+    memory (VMM needs no ``cuCtxEnablePeerAccess``: access is per mapping)."""
+    cu = driver()
+    access = cu.CUmemAccessDesc()
+    access.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+    access.location.id = device
+    access.flags = cu.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READ
+    if int(cu.cuMemSetAccess(address, size, [access], 1)[0]) == 0:
+        return
+    log.info("CUDA device %d cannot map a peer's memory read-only; its views are flagged read-only instead", device)
+    access.flags = cu.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+    driver_call(cu.cuMemSetAccess, address, size, [access], 1)
+
+
 def unmap_memory(ptr: int, size: int) -> None:
     cu = driver()
     cu.cuMemUnmap(ptr, size)

@@ -106,10 +106,13 @@ class ImportedPool:
             raise StaleDescriptorError(f"block {block} of {self.name} now holds publication {current}, "
                                        f"not {desc.uid}: the reader fell behind; drop this message")
 
-    def release_after(self, block: int, stream: int) -> None:
-        """Give the lease back once the consumer's queued work on ``stream`` is done (at once for host memory)."""
+    def release_after(self, block: int, stream: int, via: Any = None) -> None:
+        """Give the lease back once the consumer's queued work on ``stream`` is done (at once for host memory).
+
+        ``via``: the mapping the views were read through when not :attr:`memory` itself (another GPU's view of it).
+        """
         try:
-            self.memory.release_after(stream, lambda: self.release(block))
+            (self.memory if via is None else via).release_after(stream, lambda: self.release(block))
         except Exception:  # never keep a block pinned because the release path failed
             log.exception("%s: ordered release of block %d failed; releasing at once", self.name, block)
             self.release(block)

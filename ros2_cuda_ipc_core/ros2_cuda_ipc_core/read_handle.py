@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .collected import when_collected
+from .cross_device import PeerMapping, StagingBlock
 from .errors import Ros2CudaIpcError
 from .layout import MEMORY_NAMES
 
@@ -26,14 +27,17 @@ class ReadHandle:
     queued on the read's stream has finished: one ordered release per read, not one per view).
     """
 
-    __slots__ = ("__weakref__", "_desc", "_open", "_pool", "_ready", "_shares", "_start", "_stream")
+    __slots__ = ("__weakref__", "_desc", "_memory", "_open", "_pool", "_ready", "_shares", "_start", "_stream")
 
-    def __init__(self, pool: ImportedPool, desc: Descriptor, stream: int, ready: bool = False) -> None:
+    def __init__(self, pool: ImportedPool, desc: Descriptor, stream: int, ready: bool = False,
+                 memory: PeerMapping | StagingBlock | None = None) -> None:
         self._pool = pool
         self._desc = desc
         self._stream = stream
         self._ready = ready  # the producer's writes had finished when read: views order no consumer stream
-        self._start = desc.block_id * pool.header.block_size
+        # Where views come from: the pool's mapping, that mapping seen from another GPU, or a copy on that GPU.
+        self._memory: Any = pool.memory if memory is None else memory
+        self._start = 0 if isinstance(memory, StagingBlock) else desc.block_id * pool.header.block_size
         self._open = [True]  # list.pop() is atomic: one close() wins even when two threads race
         # Popped atomically too: exactly one holder takes _LAST, the one that gives back.  view() appends its token
         # before it checks _open, and pops it again when refused: _LAST goes only once no share is left.
@@ -45,7 +49,7 @@ class ReadHandle:
     @property
     def device_ptr(self) -> int:
         """Address of the block's first byte in this process (device pointer for CUDA)."""
-        return self._pool.memory.address(self._start)
+        return self._memory.address(self._start)
 
     @property
     def byte_size(self) -> int:
@@ -58,7 +62,13 @@ class ReadHandle:
 
     @property
     def device_id(self) -> int:
+        """The device the pool lives on (the descriptor's)."""
         return self._desc.device_id
+
+    @property
+    def device(self) -> int:
+        """The device this handle's views are readable from: the consumer stream's, after a cross-device read."""
+        return int(self._memory.device)
 
     @property
     def block_id(self) -> int:
@@ -79,7 +89,7 @@ class ReadHandle:
         try:
             if not self._open:
                 raise Ros2CudaIpcError("this ReadHandle is closed; read the descriptor again")
-            view = self._pool.memory.view(self._start, self._desc.byte_size, shape, dtype, strides, offset,
+            view = self._memory.view(self._start, self._desc.byte_size, shape, dtype, strides, offset,
                                           ready=self._ready, ordered_stream=self._stream)
         except BaseException:
             self._drop_share()
@@ -88,8 +98,12 @@ class ReadHandle:
         return view
 
     def _drop_share(self) -> None:
-        if self._shares.pop() is _LAST:
-            self._pool.release_after(self._desc.block_id, self._stream)
+        if self._shares.pop() is not _LAST:
+            return
+        if isinstance(self._memory, StagingBlock):
+            self._memory.release_after(self._stream)  # the pool's block went back once the copy had run
+        else:
+            self._pool.release_after(self._desc.block_id, self._stream, self._memory)
 
     def close(self) -> None:
         """Give up this handle's share of the lease (views taken from it keep theirs)."""

@@ -11,6 +11,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
+from .cross_device import CrossDevice, PeerMapping, check_cross_device, choose_path, copy_to_device
 from .cuda_driver import require_cuda
 from .descriptor import Descriptor
 from .errors import InvalidDescriptorError, PoolUnavailableError, StaleDescriptorError
@@ -32,10 +33,16 @@ class Reader:
     ``max_pools`` pools stay imported.  A pool whose publisher closed or died leaves the cache and
     is unmapped as soon as no view of it is held: a read from it notices at once, and every cached
     pool is checked at most every ``liveness_interval`` seconds, on a read or on ``stats()``.
+    ``cross_device`` says what a read with a stream on another GPU than the pool's does: ``"auto"`` maps
+    the pool for that GPU where the two reach each other, else copies the frame once; ``"peer"``,
+    ``"copy"`` and ``"refuse"`` (``DeviceMismatchError``) pick one (see :mod:`.cross_device`).
     """
 
     def __init__(self, allowed_uids: Iterable[int] | None = None, max_pools: int = 16,
-                 connect_timeout: float = 1.0, liveness_interval: float = 1.0) -> None:
+                 connect_timeout: float = 1.0, liveness_interval: float = 1.0,
+                 cross_device: CrossDevice = "auto") -> None:
+        self.cross_device = check_cross_device(cross_device)
+        self._cross_paths_said: set[tuple[bytes, int, str]] = set()
         self.allowed_uids = frozenset(allowed_uids or ())
         self.max_pools = max_pools
         self.connect_timeout = connect_timeout
@@ -46,7 +53,7 @@ class Reader:
         self._last_pool: ImportedPool | None = None  # most recently used: no reordering needed
         self._lock = threading.RLock()  # the cache, for multi-threaded executors; leases have their own lock
         self.counters = Counters("reads", "stale_drops", "invalid_descriptors", "unavailable", "imports",
-                                 "same_process_reads", "evictions")
+                                 "same_process_reads", "evictions", "peer_reads", "copied_reads")
 
     def read(self, core: Any, stream: StreamLike = None) -> ReadHandle:
         """Lease the block ``core`` describes and order ``stream`` after the producer's writes.
@@ -68,9 +75,13 @@ class Reader:
                 if not pool.same_process and not pool.publisher_alive():
                     self._forget(desc.pool_id)
                     raise PoolUnavailableError(f"the publisher of {pool.name} is gone; no new reads from it")
+                device = pool.memory.consumer_device(handle_stream) if desc.memory == MEMORY_CUDA else pool.header.device
                 ready = pool.memory.wait_ready(desc, handle_stream)
-                handle = ReadHandle(pool, desc, handle_stream, ready)
-            except BaseException:
+                if device == pool.header.device:
+                    handle = ReadHandle(pool, desc, handle_stream, ready)
+                else:
+                    handle = self._read_across(pool, desc, handle_stream, device, ready)
+            except BaseException:  # a copy that went ahead gave the lease to the releaser already: it does not raise
                 pool.release(desc.block_id)
                 raise
         except StaleDescriptorError:
@@ -86,6 +97,33 @@ class Reader:
         if pool.same_process:
             self.counters.add("same_process_reads")
         return handle
+
+    def _read_across(self, pool: ImportedPool, desc: Descriptor, stream: int, device: int, ready: bool) -> ReadHandle:
+        """A read whose stream is on ``device``, not the pool's: through a peer mapping, or one copy on ``device``.
+
+        The consumer's stream already waits for the producer; a copy runs on it after that wait.
+        """
+        path = choose_path(self.cross_device, pool.header.device, device)
+        self._say_path_once(pool, device, path)
+        if path == "peer":
+            pool.memory.grant_peer(device)
+            self.counters.add("peer_reads")
+            return ReadHandle(pool, desc, stream, ready, PeerMapping(pool.memory, device))
+        start = desc.block_id * pool.header.block_size
+        copy = copy_to_device(pool.memory, start, desc.byte_size, stream, device)  # the lease is still ours if it raises
+        # Nothing below raises: the lease now goes back once the copy has run, the copy once the consumer is done.
+        copy.release_source_after(stream, lambda: pool.release(desc.block_id))
+        self.counters.add("copied_reads")
+        return ReadHandle(pool, desc, stream, False, copy)
+
+    def _say_path_once(self, pool: ImportedPool, device: int, path: str) -> None:
+        key = (pool.header.pool_id, device, path)
+        if key not in self._cross_paths_said:
+            self._cross_paths_said.add(key)
+            how = ("a peer mapping: read in place, no copy" if path == "peer"
+                   else "one device-to-device copy per frame into a reader-side block")
+            log.info("%s lives on CUDA device %d; streams on device %d read it through %s (cross_device=%r)",
+                     pool.name, pool.header.device, device, how, self.cross_device)
 
     def _pool_for(self, desc: Descriptor) -> ImportedPool:
         pool = self._pools.get(desc.pool_id)  # the common case, without the lock: the pool read last time
@@ -154,7 +192,8 @@ class Reader:
                     self._forget(pool_id)
 
     def stats(self) -> dict[str, int]:
-        """Counters (reads, stale_drops, invalid_descriptors, unavailable, imports, same_process_reads, evictions)
+        """Counters (reads, stale_drops, invalid_descriptors, unavailable, imports, same_process_reads, evictions,
+        peer_reads, copied_reads)
         and gauges (pools_cached, pools_open, leases_held); dead publishers' pools are dropped first, when due."""
         self._drop_dead_pools(check_liveness=time.monotonic() >= self._next_liveness_check)
         stats = self.counters.snapshot()

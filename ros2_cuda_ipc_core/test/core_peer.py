@@ -129,11 +129,11 @@ def flow_controlled_publisher(pool: BlockManager, count: int, subscribers: int, 
     return facts
 
 
-def acking_subscriber(name: str, count: int, check, prefix: str) -> dict:
+def acking_subscriber(name: str, count: int, check, prefix: str, reader: Reader | None = None) -> dict:
     """Read ``count`` descriptors with ``check(reader, core, seq, result) -> problem | None``; ack each one."""
     from ack_flow import receive_acknowledged
 
-    reader = Reader()
+    reader = Reader() if reader is None else reader
     found: dict = {}  # what check records besides problems
 
     def check_core(core: BufferCore, seq: int) -> list[str]:

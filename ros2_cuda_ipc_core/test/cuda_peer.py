@@ -2,6 +2,7 @@
 
   gpu-publisher COUNT SUBSCRIBERS SPIN_MS   fill 1080p RGBA frames with a CUDA kernel, publish over DDS
   gpu-subscriber NAME torch|cupy COUNT      verify every frame on the GPU through torch or cupy DLPack
+  gpu-subscriber-across NAME torch|cupy COUNT DEVICE MODE   the same with streams on DEVICE, Reader(cross_device=MODE)
   gpu-hold                                  read the descriptor on stdin, print, hold the lease until killed
   gpu-publish-and-wait                      publish two CUDA blocks of known bytes, print them, wait
   gpu-write-readonly                        read the descriptor on stdin and try to write through the view
@@ -89,6 +90,61 @@ def gpu_subscriber(name: str, framework: str, count: str) -> dict:
     return acking_subscriber(name, int(count), check, "cuda_test")
 
 
+def gpu_subscriber_across(name: str, framework: str, count: str, device: str, mode: str) -> dict:
+    """Every frame of a pool on another GPU, read with streams on ``device``: in place (peer) or copied."""
+    dev = int(device)
+    if framework == "torch":
+        import torch
+
+        torch.cuda.set_device(dev)
+        stream = torch.cuda.Stream(device=dev)
+
+        def as_tensor(view):
+            return torch.from_dlpack(view)
+
+        def wrong_bytes(frame, seq):
+            return int((frame.reshape(-1) != _expected(torch, FRAME_BYTES, seq, frame.device)).sum().item())
+
+        def data_ptr(frame):
+            return frame.data_ptr()
+
+        def on_stream():
+            return torch.cuda.stream(stream)
+
+        def on_device(frame):
+            return frame.device.index
+    else:
+        cupy.cuda.Device(dev).use()
+        stream = cupy.cuda.Stream(non_blocking=True)
+
+        def as_tensor(view):
+            return cupy.from_dlpack(view)
+
+        def wrong_bytes(frame, seq):
+            return int((frame.reshape(-1) != _expected(cupy, FRAME_BYTES, seq, None)).sum().get())
+
+        def data_ptr(frame):
+            return frame.data.ptr
+
+        def on_stream():
+            return stream
+
+        def on_device(frame):
+            return frame.device.id
+
+    def check(reader, core, seq, result):
+        with reader.read(core, stream) as handle, on_stream():
+            frame = as_tensor(handle.view((HEIGHT, WIDTH, CHANNELS), np.uint8))
+            pool_address = handle._pool.memory.address(handle.block_id * handle._pool.header.block_size)
+            result["in_place"] = result.get("in_place", True) and data_ptr(frame) == pool_address
+            result["devices"] = sorted({*result.get("devices", []), on_device(frame), handle.device})
+            wrong = wrong_bytes(frame, seq)
+            del frame
+        return f"frame {seq}: {wrong} wrong bytes" if wrong else None
+
+    return acking_subscriber(name, int(count), check, "cuda_test", Reader(cross_device=mode))
+
+
 def gpu_hold() -> None:
     core = core_from_json(sys.stdin.readline())
     handle = Reader().read(core, cupy.cuda.Stream(non_blocking=True))
@@ -136,6 +192,7 @@ def gpu_write_readonly() -> None:
 
 
 if __name__ == "__main__":
-    play({"gpu-publisher": gpu_publisher, "gpu-subscriber": gpu_subscriber, "gpu-hold": gpu_hold,
+    play({"gpu-publisher": gpu_publisher, "gpu-subscriber": gpu_subscriber,
+          "gpu-subscriber-across": gpu_subscriber_across, "gpu-hold": gpu_hold,
           "gpu-publish-and-wait": gpu_publish_and_wait, "gpu-write-readonly": gpu_write_readonly,
           "gpu-read-each": gpu_read_each})

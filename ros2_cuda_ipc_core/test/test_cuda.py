@@ -187,7 +187,7 @@ def test_stream_forms_and_device_mismatch():
             torch.cuda.synchronize()
             assert wait_until(lambda: reader.stats()["leases_held"] == 0)  # the releases above are asynchronous
             with pytest.raises(DeviceMismatchError, match="device 1"):
-                reader.read(core, torch.cuda.Stream(device=1))
+                Reader(cross_device="refuse").read(core, torch.cuda.Stream(device=1))
             assert reader.stats()["leases_held"] == 0 and pool.stats()["blocks_held_by_readers"] == 0
 
 
@@ -210,7 +210,7 @@ def test_pool_on_second_gpu():
             del seen
         assert torch.cuda.current_device() == 0
         with pytest.raises(DeviceMismatchError):
-            Reader().read(core, torch.cuda.Stream(device=0))
+            Reader(cross_device="refuse").read(core, torch.cuda.Stream(device=0))
 
 
 def test_auto_picks_cuda_here():

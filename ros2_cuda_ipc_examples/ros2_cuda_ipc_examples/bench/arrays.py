@@ -62,7 +62,7 @@ class HostArrays:
 
 
 class TorchArrays:
-    """torch: frames on CUDA device 0, every kernel and copy on this object's own stream."""
+    """torch: frames on CUDA device ``device``, every kernel and copy on this object's own stream."""
 
     name = "torch"
 
@@ -103,7 +103,7 @@ class TorchArrays:
 
 
 class CupyArrays:
-    """cupy: frames on CUDA device 0, every kernel and copy on this object's own stream."""
+    """cupy: frames on CUDA device ``device``, every kernel and copy on this object's own stream."""
 
     name = "cupy"
 
@@ -143,5 +143,5 @@ class CupyArrays:
             return int(frame.reshape(-1).view(self.cupy.uint64).sum(dtype=self.cupy.uint64)) & WORD_MASK
 
 
-def gpu_arrays(library: str) -> TorchArrays | CupyArrays:
-    return TorchArrays() if library == "torch" else CupyArrays()
+def gpu_arrays(library: str, device: int = 0) -> TorchArrays | CupyArrays:
+    return TorchArrays(device) if library == "torch" else CupyArrays(device)

@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "stretch the run)")
     parser.add_argument("--gpu-library", choices=["auto", *GPU_LIBRARIES], default="auto",
                         help="who touches GPU frames in both processes: auto = torch if installed, else cupy")
+    parser.add_argument("--consumer-device", type=_bounded(int, 0, 63), default=0, metavar="GPU",
+                        help="CUDA device of the consumer's streams; another than the pools' (0) times a cross-device "
+                             "read: a peer mapping where the GPUs reach each other, else one copy")
     parser.add_argument("--out", type=Path, default=Path("benchmark-results"), help="directory for the outputs")
     return parser
 
@@ -129,6 +132,13 @@ def resolve_plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> t
         else:
             skipped = "cuda rows skipped, " if "cuda" in transports else ""
             notes.append(f"benchmark: no GPU run ({reason}): {skipped}sensor_msgs runs host to host")
+    if args.consumer_device:
+        if memory != "cuda":
+            parser.error(f"--consumer-device {args.consumer_device}: needs frames in CUDA memory, and they are on the host")
+        from ros2_cuda_ipc_core import cuda_device_count
+
+        if args.consumer_device >= cuda_device_count():
+            parser.error(f"--consumer-device {args.consumer_device}: this machine has {cuda_device_count()} CUDA device(s)")
     if memory == "host" and "cuda" in transports:
         if args.memory == "host":
             notes.append("benchmark: --memory host: cuda rows skipped")
@@ -139,7 +149,8 @@ def resolve_plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> t
     payloads: list[Payload] = list(dict.fromkeys(  # argparse does not convert a list default
         p if isinstance(p, Payload) else parse_payload(p) for p in args.payloads))
     plan = make_plan(modes, transports, payloads, list(dict.fromkeys(args.rates)), args.frames, args.warmup,
-                     memory, library, args.blocks, args.reuse_delay, args.in_flight, args.case_seconds)
+                     memory, library, args.blocks, args.reuse_delay, args.in_flight, args.case_seconds,
+                     args.consumer_device)
     return plan, notes
 
 

@@ -51,6 +51,7 @@ class Plan:
     reuse_delay: float  # seconds before a published block is reused
     in_flight: int
     case_seconds: float  # throughput mode: a case stops sending after this long
+    consumer_device: int = 0  # the GPU the consumer's streams run on (another than the pool's: a cross-device read)
 
     @property
     def payloads(self) -> list[Payload]:
@@ -84,7 +85,7 @@ class Plan:
 
 def make_plan(modes: list[str], transports: list[str], payloads: list[Payload], rates: list[float], frames: int,
               warmup: int, memory: str, gpu_library: str | None, blocks: int, reuse_delay: float, in_flight: int,
-              case_seconds: float) -> Plan:
+              case_seconds: float, consumer_device: int = 0) -> Plan:
     """Cases grouped by mode and rate, then payload; a payload's transports run back to back."""
     cases: list[Case] = []
     for mode in modes:
@@ -92,4 +93,4 @@ def make_plan(modes: list[str], transports: list[str], payloads: list[Payload], 
             for payload in payloads:
                 for transport in transports:
                     cases.append(Case(len(cases), mode, transport, payload, rate, frames, warmup))
-    return Plan(tuple(cases), memory, gpu_library, blocks, reuse_delay, in_flight, case_seconds)
+    return Plan(tuple(cases), memory, gpu_library, blocks, reuse_delay, in_flight, case_seconds, consumer_device)

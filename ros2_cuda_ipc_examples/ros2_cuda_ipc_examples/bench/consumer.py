@@ -72,7 +72,7 @@ class Consumer:
         self.plan = plan
         self.cases = {case.index: case for case in plan.cases}
         self.host = HostArrays()
-        self.gpu = gpu_arrays(plan.gpu_library) if plan.gpu_library else None
+        self.gpu = gpu_arrays(plan.gpu_library, plan.consumer_device) if plan.gpu_library else None
         self.frames: dict[int, ReceivedFrames] = {}
         self.ending: dict[int, tuple[int, float]] = {}
         self.quit = False
