@@ -6,34 +6,5 @@ and ``top`` live beside it.  Only the component names are imported here, so a to
 (a GL context, a bag library) load only when that tool runs.
 """
 
-from .components import (
-    COMPONENT_GROUP,
-    CONFIGURATION_ERRORS,
-    PARENT_PID_VARIABLE,
-    STACKS_SIGNAL,
-    ComponentContainer,
-    ComponentLoadError,
-    ComponentSpec,
-    UnknownComponentError,
-    available_components,
-    component_class,
-    follow_runner,
-    read_pipeline_file,
-    run_component,
-)
-
-__all__ = [
-    "COMPONENT_GROUP",
-    "CONFIGURATION_ERRORS",
-    "PARENT_PID_VARIABLE",
-    "STACKS_SIGNAL",
-    "ComponentContainer",
-    "ComponentLoadError",
-    "ComponentSpec",
-    "UnknownComponentError",
-    "available_components",
-    "component_class",
-    "follow_runner",
-    "read_pipeline_file",
-    "run_component",
-]
+from .components import *  # noqa: F403  (the components' names are this package's: one list, in components)
+from .components import __all__ as __all__
