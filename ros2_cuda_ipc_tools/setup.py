@@ -12,7 +12,11 @@ setup(
         (f"share/{PACKAGE}", ["package.xml"]),
     ],
     install_requires=["setuptools"],
-    extras_require={"test": ["pytest", "hypothesis"]},
+    extras_require={
+        "test": ["pytest", "hypothesis"],
+        # The viewer's GL context (moderngl: EGL offscreen, any current context), window and text / PNG.
+        "viewer": ["moderngl>=5.8", "glfw>=2.5", "pillow>=10.1"],
+    },
     zip_safe=False,
     maintainer="ros2_cuda_ipc maintainers",
     maintainer_email="maintainers@ros2-cuda-ipc.dev",
@@ -22,6 +26,10 @@ setup(
         "console_scripts": [
             "container = ros2_cuda_ipc_tools.components.container:main",
             "run_component = ros2_cuda_ipc_tools.components.run_component:main",
+            "viewer = ros2_cuda_ipc_tools.viewer.cli:main",
+        ],
+        "ros2_cuda_ipc.components": [
+            "ros2_cuda_ipc_tools::Viewer = ros2_cuda_ipc_tools.viewer.node:Viewer",
         ],
     },
 )

@@ -1,0 +1,236 @@
+"""``Viewer``: a node that draws GpuImage and GpuPointCloud2 topics with OpenGL, without a host copy on a GPU.
+
+    ros2 run ros2_cuda_ipc_tools viewer camera/image --cloud lidar/points
+    run_component ros2_cuda_ipc_tools::Viewer --ros-args -p images:=camera/image -p headless:=true \\
+        -p snapshot_path:=/tmp/view.png -p frames:=30
+
+Parameters: ``images`` and ``clouds`` (topics, comma-separated), ``headless`` (render offscreen
+through EGL), ``snapshot_path`` and ``frames`` (write what was drawn once every topic had that many
+frames on screen, then stop the process; at exit when ``frames`` is 0), ``width`` / ``height``,
+``value_range`` (mono images: '' for the type's range, 'auto', or LO:HI), ``color_field`` and
+``color_range`` (clouds), ``point_size``, ``camera_distance``, ``rate`` (most draws a second) and
+``overlay``.  Every frame is copied into GL as it arrives (on the GPU where CUDA-OpenGL interop
+works), so its lease goes back at once; draws happen at most ``rate`` times a second, and only
+when something changed (or once a second for the overlay), so a silent topic costs no CPU.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+
+from ros2_cuda_ipc_core import Reader, Ros2CudaIpcError
+from ros2_cuda_ipc_image import ImageReader
+from ros2_cuda_ipc_msgs.msg import BufferCore, GpuImage, GpuPointCloud2
+from ros2_cuda_ipc_pointcloud import PointCloudReader
+
+from .cloud_layer import CloudLayer
+from .image_layer import ImageLayer
+from .orbit_camera import OrbitCamera
+from .overlay import Overlay
+from .surface import Surface, open_surface
+from .topic_stream import CloudStream, ImageStream, TopicStream
+from .value_range import ValueRange
+
+__all__ = ["Viewer", "tiles"]
+
+_MAX_SIDE = 16384
+
+
+def tiles(count: int, size: tuple[int, int]) -> list[tuple[int, int, int, int]]:
+    """``count`` viewports (x, y from the bottom, width, height) in a near-square grid, first at the top-left."""
+    width, height = size
+    columns = max(1, math.ceil(math.sqrt(count)))
+    rows = max(1, math.ceil(count / columns))
+    tile_w, tile_h = width // columns, height // rows
+    return [((i % columns) * tile_w, height - (i // columns + 1) * tile_h, tile_w, tile_h) for i in range(count)]
+
+
+class Viewer(Node):
+    """Draws its topics in one window (or offscreen), one tile each; see the module's documentation."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("viewer", **kwargs)
+        images = self._topics("images", "image")
+        clouds = self._topics("clouds", "")
+        if not images and not clouds:
+            raise ValueError("nothing to view: give an image topic (images) or a cloud topic (clouds)")
+        self.headless = bool(self.declare_parameter("headless", False).value)
+        self.snapshot_path = str(self.declare_parameter("snapshot_path", "").value)
+        self.frames = int(self.declare_parameter("frames", 0).value)
+        size = (int(self.declare_parameter("width", 1280).value), int(self.declare_parameter("height", 720).value))
+        rate = float(self.declare_parameter("rate", 60.0).value)
+        self.show_overlay = bool(self.declare_parameter("overlay", True).value)
+        if not all(16 <= side <= _MAX_SIDE for side in size):
+            raise ValueError(f"width and height must be 16..{_MAX_SIDE} pixels, not {size[0]}x{size[1]}")
+        if not 0 < rate <= 1000 or self.frames < 0:
+            raise ValueError(f"rate ({rate}) must be in (0, 1000] and frames ({self.frames}) not negative")
+        image_range = ValueRange(str(self.declare_parameter("value_range", "").value))
+        color_field = str(self.declare_parameter("color_field", "intensity").value)
+        color_range = str(self.declare_parameter("color_range", "auto").value)
+        point_size = float(self.declare_parameter("point_size", 2.0).value)
+        distance = float(self.declare_parameter("camera_distance", 30.0).value)
+        if not (0 < point_size <= 64 and 0 < distance < 1e5):
+            raise ValueError(f"point_size ({point_size}) must be in (0, 64] and camera_distance ({distance}) positive")
+
+        self.surface: Surface = open_surface(size, self.headless, title=f"viewer: {', '.join(images + clouds)}")
+        self.get_logger().info(f"drawing with {self.surface.renderer}"
+                               f"{' offscreen (EGL)' if self.headless else ' in a window'}")
+        self.reader = Reader()
+        self._image_reader, self._cloud_reader = ImageReader(self.reader), PointCloudReader(self.reader)
+        ctx = self.surface.ctx
+        self.streams: list[TopicStream] = [ImageStream(t, ImageLayer(ctx), image_range) for t in images]
+        self.cameras = [OrbitCamera(distance=distance) for _ in clouds]
+        self.streams += [CloudStream(t, CloudLayer(ctx, camera, point_size), ValueRange(color_range), color_field)
+                         for t, camera in zip(clouds, self.cameras, strict=True)]
+        self._overlays = [Overlay(ctx) for _ in self.streams] if self.show_overlay else []
+        self._paths_said: dict[str, str | None] = {s.topic: None for s in self.streams}
+        self._cuda_streams: dict[int, Any] = {}
+        self._dirty = True
+        self._next_overlay = 0.0
+        self._stopping = False
+        self.snapshots = 0
+        group = MutuallyExclusiveCallbackGroup()  # one GL context: never two callbacks at once
+        for stream in self.streams:
+            kind, reader = (GpuImage, self._image_reader) if isinstance(stream, ImageStream) else \
+                (GpuPointCloud2, self._cloud_reader)
+            self.create_subscription(kind, stream.topic, self._receiver(stream, reader), qos_profile_sensor_data,
+                                     callback_group=group)
+        if self.surface.window is not None:
+            self._follow_mouse(self.surface.window)
+        self.create_timer(1.0 / rate, self._tick, callback_group=group)
+
+    def _topics(self, name: str, default: str) -> list[str]:
+        text = str(self.declare_parameter(name, default).value)
+        return [topic.strip() for topic in text.split(",") if topic.strip()]
+
+    def _cuda_stream(self, device: int) -> Any:
+        if device not in self._cuda_streams:
+            from cuda.core import Device
+
+            cuda_device = Device(device)
+            cuda_device.set_current()
+            self._cuda_streams[device] = cuda_device.create_stream()
+        return self._cuda_streams[device]
+
+    def _receiver(self, stream: Any, reader: Any) -> Any:
+        def receive(msg: Any) -> None:
+            self.surface.make_current()
+            try:
+                cuda_stream = self._cuda_stream(int(msg.core.device_id)) \
+                    if msg.core.memory == BufferCore.MEMORY_CUDA else None
+                with reader.read(msg, cuda_stream) as view:
+                    stream.show(view, cuda_stream)  # the lease goes back when this block ends
+            except (Ros2CudaIpcError, ValueError, KeyError) as exc:
+                stream.refuse(f"{type(exc).__name__}: {exc}")
+                self.get_logger().warning(f"{stream.topic}: not shown: {exc}", throttle_duration_sec=5.0)
+                return
+            self._say_path(stream)
+            self._dirty = True
+
+        return receive
+
+    def _say_path(self, stream: TopicStream) -> None:
+        """Log which path a topic's frames take, once, and again only if it changes."""
+        path = f"{stream.layer.path}: {stream.layer.path_reason}"
+        if self._paths_said[stream.topic] != path:
+            self._paths_said[stream.topic] = path
+            self.get_logger().info(f"{stream.topic}: {path}")
+
+    def _tick(self) -> None:
+        if self._stopping:
+            return
+        if not self.surface.poll():
+            self._stop("the window was closed")
+            return
+        now = time.monotonic()
+        refresh_overlay = now >= self._next_overlay
+        if not (self._dirty or refresh_overlay):
+            return
+        completes = bool(self.frames) and all(s.drawn + s.has_new_frame >= self.frames for s in self.streams)
+        pixels = self.draw(refresh_overlay, capture=completes and bool(self.snapshot_path))
+        if refresh_overlay:
+            self._next_overlay = now + 1.0
+        if completes:
+            if pixels is not None:
+                self.write_snapshot(pixels)
+            self._stop(f"every topic had {self.frames} frames on screen")
+
+    def draw(self, refresh_overlay: bool = True, capture: bool = False) -> Any:
+        """Draw every topic's latest frame into its tile, and the overlays; with ``capture``, what was drawn
+        ((height, width, 4) RGBA, read before a window's buffer swap leaves the back buffer undefined)."""
+        self._dirty = False
+        self.surface.begin()
+        stats = self.reader.stats() if refresh_overlay and self._overlays else {}
+        for index, (stream, tile) in enumerate(zip(self.streams, tiles(len(self.streams), self.surface.size),
+                                                   strict=True)):
+            stream.layer.draw(tile)
+            if self._overlays:
+                if refresh_overlay:
+                    self._overlays[index].set_text(stream.overlay_text(stats))
+                self._overlays[index].draw(tile)
+        pixels = self.surface.read_pixels() if capture else None
+        self.surface.finish()
+        now_ns = time.time_ns()
+        for stream in self.streams:
+            stream.frame_drawn(now_ns)
+        return pixels
+
+    def write_snapshot(self, pixels: Any) -> None:
+        """Write ``pixels`` (what ``draw`` captured) to ``snapshot_path`` as an RGB PNG."""
+        from PIL import Image
+
+        Image.fromarray(pixels[:, :, :3]).save(self.snapshot_path)
+        self.snapshots += 1
+        self.get_logger().info(f"snapshot: {self.snapshot_path} ({self.surface.size[0]}x{self.surface.size[1]})")
+
+    def _stop(self, why: str) -> None:
+        self._stopping = True
+        self.get_logger().info(f"stopping: {why}")
+        self.context.try_shutdown()
+
+    def _follow_mouse(self, window: Any) -> None:
+        import glfw
+
+        def button(_window: Any, _button: int, action: int, _mods: int) -> None:
+            x, y = glfw.get_cursor_pos(window)
+            for camera in self.cameras:
+                camera.press(x, y) if action == glfw.PRESS else camera.release()
+
+        def cursor(_window: Any, x: float, y: float) -> None:
+            if any([camera.move(x, y) for camera in self.cameras]):
+                self._dirty = True
+
+        def scroll(_window: Any, _dx: float, dy: float) -> None:
+            for camera in self.cameras:
+                camera.zoom(dy)
+            self._dirty = True
+
+        glfw.set_mouse_button_callback(window, button)
+        glfw.set_cursor_pos_callback(window, cursor)
+        glfw.set_scroll_callback(window, scroll)
+
+    def stats(self) -> dict[str, Any]:
+        """Per topic: frames received / drawn / refused, path, latency samples; and the reader's counters."""
+        return {"reader": self.reader.stats(), "topics": {
+            s.topic: {"received": s.received, "drawn": s.drawn, "refused": s.refused, "path": s.layer.path,
+                      "device_to_host_copies": s.layer.host.device_to_host_copies,
+                      "latency_ms": list(s.latencies_ms)} for s in self.streams}}
+
+    def destroy_node(self) -> None:
+        surface = getattr(self, "surface", None)
+        if surface is not None and not surface.closed:
+            if self.snapshot_path and not self.snapshots and any(s.drawn for s in self.streams):
+                self.write_snapshot(self.draw(refresh_overlay=False, capture=True))  # at exit: the last frames
+            surface.make_current()
+            for item in [*(s.layer for s in self.streams), *self._overlays]:
+                item.close()
+            surface.close()
+        for cuda_stream in getattr(self, "_cuda_streams", {}).values():
+            cuda_stream.close()
+        super().destroy_node()
