@@ -1,7 +1,9 @@
 """Real publishers for the viewer's tests: one known image or point cloud, published again and again until stopped.
 
-    viewer_peer.py image ENCODING WIDTH HEIGHT MEMORY TOPIC
+    viewer_peer.py image ENCODING WIDTH HEIGHT MEMORY TOPIC [FPS]
     viewer_peer.py cloud LAYOUT MEMORY TOPIC
+
+(20 frames a second unless FPS says otherwise), each stamped when it is published.
 
 The test compares what the viewer drew with :func:`image_pattern` / :data:`CLOUD_POINTS`.
 """
@@ -30,20 +32,22 @@ def image_pattern(encoding: str, width: int, height: int) -> np.ndarray:
     return ((rows * width + cols) / (width * height) + np.zeros(chans.shape)).astype(dtype)
 
 
-def _run_until_stopped(publish) -> dict:
+def _run_until_stopped(publish, fps: float = 20.0) -> dict:
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
-    sent, deadline = 0, time.monotonic() + 120
+    sent, deadline, period = 0, time.monotonic() + 120, 1.0 / fps
+    next_frame = time.monotonic()
     try:
         while not stop and time.monotonic() < deadline:
             sent += publish()
-            time.sleep(0.05)
+            next_frame += period
+            time.sleep(max(0.0, next_frame - time.monotonic()))
     except KeyboardInterrupt:
         pass
     return {"sent": sent}
 
 
-def image(encoding: str, width: str, height: str, memory: str, topic: str) -> dict:
+def image(encoding: str, width: str, height: str, memory: str, topic: str, fps: str = "20") -> dict:
     frame_data = image_pattern(encoding, int(width), int(height))
     with peer_node("viewer_test_camera") as node, \
             ImagePublisher(node, topic, width=int(width), height=int(height), encoding=encoding, memory=memory,
@@ -51,7 +55,7 @@ def image(encoding: str, width: str, height: str, memory: str, topic: str) -> di
         def publish() -> int:
             return int(pub.publish_array(frame_data, header=Header(stamp=node.get_clock().now().to_msg())) is not None)
 
-        return _run_until_stopped(publish)
+        return _run_until_stopped(publish, float(fps))
 
 
 def cloud(layout: str, memory: str, topic: str) -> dict:

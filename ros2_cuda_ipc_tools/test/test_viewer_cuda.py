@@ -1,0 +1,179 @@
+"""The viewer on CUDA frames (GPU machine, headless EGL on the NVIDIA driver): CUDA-OpenGL interop, no host copy.
+
+A publisher process sends CUDA-memory frames; the viewer runs in this process, so the test can see
+its path, count every copy its stagings make by where the destination lies, and read back what it drew.
+``VIEWER_SNAPSHOT_DIR`` (or ``OUT``), when set, receives the snapshot of a camera image and an Ouster
+cloud for the docs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gl_marks import needs_egl
+from gpu_marks import needs_gpu
+from viewer_peer import CLOUD_POINTS, image_pattern
+
+pytestmark = [needs_gpu, needs_egl]
+
+PEER = str(Path(__file__).with_name("viewer_peer.py"))
+
+
+class CopyCounter:
+    """Wraps the stagings' ``copy_strided``: counts copies into device memory and into host memory."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from ros2_cuda_ipc_tools.viewer import staging
+
+        self.to_device = self.to_host = 0
+        original = staging.copy_strided
+
+        def counted(dst: int, *args, **kwargs):
+            if self._is_device(dst):
+                self.to_device += 1
+            else:
+                self.to_host += 1
+            return original(dst, *args, **kwargs)
+
+        monkeypatch.setattr(staging, "copy_strided", counted)
+
+    @staticmethod
+    def _is_device(address: int) -> bool:
+        from cuda.bindings import driver as cu
+
+        err, kind = cu.cuPointerGetAttribute(cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address)
+        return err == cu.CUresult.CUDA_SUCCESS and int(kind) == int(cu.CUmemorytype.CU_MEMORYTYPE_DEVICE)
+
+
+def _peer(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, PEER, *args], stdout=subprocess.DEVNULL)
+
+
+def _stop(peer: subprocess.Popen) -> None:
+    peer.send_signal(signal.SIGTERM)
+    peer.wait(timeout=30)
+
+
+def _viewer(**parameters):
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from ros2_cuda_ipc_tools.viewer import Viewer
+
+    rclpy.init()
+    settings = {"headless": True, "overlay": False, **parameters}
+    return rclpy, Viewer(parameter_overrides=[Parameter(k, value=v) for k, v in settings.items()])
+
+
+def _spin_until_drawn(viewer, frames: int, timeout: float = 60.0) -> None:
+    from rclpy.executors import SingleThreadedExecutor
+
+    executor = SingleThreadedExecutor()
+    executor.add_node(viewer)
+    deadline = time.monotonic() + timeout
+    while not all(s.drawn >= frames for s in viewer.streams):
+        assert time.monotonic() < deadline, f"only {[s.drawn for s in viewer.streams]} frames drawn in {timeout} s"
+        executor.spin_once(timeout_sec=0.1)
+    executor.remove_node(viewer)
+
+
+@pytest.mark.parametrize(("encoding", "tolerance", "value_range"),
+                         [("rgba8", 0, ""), ("bgr8", 0, ""), ("mono16", 1, ""), ("32FC1", 1, "")])
+def test_interop_draws_cuda_frames_without_a_host_copy(monkeypatch, encoding, tolerance, value_range):
+    from test_viewer import expected_rgb
+
+    width, height, topic = 256, 128, f"viewer_cuda_{encoding.lower()}"
+    copies = CopyCounter(monkeypatch)
+    peer = _peer("image", encoding, str(width), str(height), "cuda", topic)
+    rclpy, viewer = _viewer(images=topic, width=width, height=height, value_range=value_range)
+    try:
+        _spin_until_drawn(viewer, 3)
+        pixels = viewer.draw(capture=True)[:, :, :3].astype(np.float64)
+        stream = viewer.streams[0]
+        assert stream.layer.path == "interop", stream.layer.path_reason
+        assert stream.layer.host.device_to_host_copies == 0
+        assert copies.to_host == 0 and copies.to_device >= 3, (copies.to_host, copies.to_device)
+        difference = np.abs(pixels - expected_rgb(encoding, image_pattern(encoding, width, height)))
+        assert difference.max() <= tolerance
+        print(json.dumps({"encoding": encoding, "path": stream.layer.path, "gpu_copies": copies.to_device,
+                          "host_copies": copies.to_host, "max_difference": float(difference.max())}))
+    finally:
+        viewer.destroy_node()
+        rclpy.shutdown()
+        _stop(peer)
+
+
+def test_ouster_cloud_from_its_48_byte_points(monkeypatch):
+    from ros2_cuda_ipc_tools.viewer.orbit_camera import OrbitCamera
+
+    width, height, topic = 160, 120, "viewer_cuda_ouster"
+    copies = CopyCounter(monkeypatch)
+    peer = _peer("cloud", "ouster", "cuda", topic)
+    rclpy, viewer = _viewer(images="", clouds=topic, width=width, height=height, camera_distance=10.0,
+                            point_size=5.0, color_range="0:3")
+    try:
+        _spin_until_drawn(viewer, 2)
+        lit = viewer.draw(capture=True)[:, :, :3].astype(int).sum(axis=2) > 90
+        assert viewer.streams[0].layer.path == "interop" and copies.to_host == 0
+        for column, row in OrbitCamera(distance=10).project(CLOUD_POINTS, (width, height)):
+            assert lit[int(row), int(column)]
+        assert lit.sum() == len(CLOUD_POINTS) * 25
+    finally:
+        viewer.destroy_node()
+        rclpy.shutdown()
+        _stop(peer)
+
+
+def test_4k_at_60_hz_cpu_per_frame_and_frame_to_screen_latency(monkeypatch):
+    copies = CopyCounter(monkeypatch)
+    topic = "viewer_cuda_4k"
+    peer = _peer("image", "rgba8", "3840", "2160", "cuda", topic, "60")
+    rclpy, viewer = _viewer(images=topic, width=1920, height=1080, overlay=True)
+    try:
+        _spin_until_drawn(viewer, 30)  # warm: pool imported, buffers registered
+        stream = viewer.streams[0]
+        drawn, received, cpu = stream.drawn, stream.received, time.process_time()
+        stream.latencies_ms.clear()
+        wall = time.monotonic()
+        _spin_until_drawn(viewer, drawn + 240, timeout=60)
+        wall, cpu = time.monotonic() - wall, time.process_time() - cpu
+        latencies = sorted(stream.latencies_ms)
+        result = {"frames_received": stream.received - received, "frames_drawn": stream.drawn - drawn,
+                  "seconds": round(wall, 2), "received_fps": round((stream.received - received) / wall, 1),
+                  "viewer_cpu_ms_per_frame": round(cpu / (stream.received - received) * 1e3, 2),
+                  "latency_ms_p50": round(latencies[len(latencies) // 2], 2),
+                  "latency_ms_p99": round(latencies[int(len(latencies) * 0.99)], 2),
+                  "path": stream.layer.path, "host_copies": copies.to_host}
+        print(json.dumps(result))
+        assert stream.layer.path == "interop" and copies.to_host == 0
+    finally:
+        viewer.destroy_node()
+        rclpy.shutdown()
+        _stop(peer)
+
+
+def test_snapshot_for_the_docs(tmp_path):
+    out = Path(os.environ.get("VIEWER_SNAPSHOT_DIR") or os.environ.get("OUT") or tmp_path)
+    camera, lidar = _peer("image", "bgr8", "1280", "720", "cuda", "viewer_docs_image"), \
+        _peer("cloud", "ouster", "cuda", "viewer_docs_points")
+    snapshot = out / "viewer-snapshot-cuda.png"
+    try:
+        done = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_tools.viewer.cli", "viewer_docs_image",
+                               "--cloud", "viewer_docs_points", "--headless", "--snapshot", str(snapshot),
+                               "--frames", "30", "--size", "1280x480", "--distance", "8", "--point-size", "6"],
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        _stop(camera)
+        _stop(lidar)
+    assert done.returncode == 0, done.stderr
+    assert "interop: CUDA frames copied on the GPU" in done.stderr, done.stderr
+    assert snapshot.stat().st_size > 0
+    print(done.stderr)
