@@ -16,7 +16,9 @@ from contextlib import contextmanager
 
 import pytest
 
-_PROBE = "import moderngl; ctx = moderngl.create_standalone_context(require=330, backend='egl'); print(ctx.info['GL_RENDERER'])"
+# The viewer's own way to its headless context (it picks the NVIDIA EGL vendor file where a container has one).
+_PROBE = ("from ros2_cuda_ipc_tools.viewer.surface import open_surface; "
+          "print(open_surface((16, 16), headless=True).renderer)")
 
 
 def _egl_problem() -> str | None:
