@@ -98,12 +98,12 @@ def test_interop_draws_cuda_frames_without_a_host_copy(monkeypatch, encoding, to
         _spin_until_drawn(viewer, 3)
         pixels = viewer.draw(capture=True)[:, :, :3].astype(np.float64)
         stream = viewer.streams[0]
-        assert stream.layer.path == "interop", stream.layer.path_reason
+        assert stream.layer.upload.name == "interop", stream.layer.upload.reason
         assert stream.layer.host.device_to_host_copies == 0
         assert copies.to_host == 0 and copies.to_device >= 3, (copies.to_host, copies.to_device)
         difference = np.abs(pixels - expected_rgb(encoding, image_pattern(encoding, width, height)))
         assert difference.max() <= tolerance
-        print(json.dumps({"encoding": encoding, "path": stream.layer.path, "gpu_copies": copies.to_device,
+        print(json.dumps({"encoding": encoding, "path": stream.layer.upload.name, "gpu_copies": copies.to_device,
                           "host_copies": copies.to_host, "max_difference": float(difference.max())}))
     finally:
         viewer.destroy_node()
@@ -122,7 +122,7 @@ def test_ouster_cloud_from_its_48_byte_points(monkeypatch):
     try:
         _spin_until_drawn(viewer, 2)
         lit = viewer.draw(capture=True)[:, :, :3].astype(int).sum(axis=2) > 90
-        assert viewer.streams[0].layer.path == "interop" and copies.to_host == 0
+        assert viewer.streams[0].layer.upload.name == "interop" and copies.to_host == 0
         for column, row in OrbitCamera(distance=10).project(CLOUD_POINTS, (width, height)):
             assert lit[int(row), int(column)]
         assert lit.sum() == len(CLOUD_POINTS) * 25
@@ -151,9 +151,9 @@ def test_4k_at_60_hz_cpu_per_frame_and_frame_to_screen_latency(monkeypatch):
                   "viewer_cpu_ms_per_frame": round(cpu / (stream.received - received) * 1e3, 2),
                   "latency_ms_p50": round(latencies[len(latencies) // 2], 2),
                   "latency_ms_p99": round(latencies[int(len(latencies) * 0.99)], 2),
-                  "path": stream.layer.path, "host_copies": copies.to_host}
+                  "path": stream.layer.upload.name, "host_copies": copies.to_host}
         print(json.dumps(result))
-        assert stream.layer.path == "interop" and copies.to_host == 0
+        assert stream.layer.upload.name == "interop" and copies.to_host == 0
     finally:
         viewer.destroy_node()
         rclpy.shutdown()

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .orbit_camera import OrbitCamera
-from .staging import FrameBytes, GpuStaging, HostStaging, InteropUnavailable
+from .staging import FrameBytes, GpuStaging, HostStaging, UploadPath
 
 __all__ = ["CloudLayer", "PointFormat"]
 
@@ -80,9 +80,7 @@ class CloudLayer:
         self._count = 0
         self._range = (0.0, 1.0)
         self.host = HostStaging()
-        self.path: str | None = None
-        self.path_reason = ""
-        self._interop_refused: str | None = None
+        self.upload = UploadPath("points")
 
     @property
     def point_count(self) -> int:
@@ -110,18 +108,7 @@ class CloudLayer:
             content.append((self._vbo, point.value, "in_value"))
         self._vao = self.ctx.vertex_array(self._program, content)
         self._key = key
-        self.path, self.path_reason = "host", "the clouds are in host memory"
-        if frame.memory != "cuda":
-            return
-        if self._interop_refused is None:
-            try:
-                self._gpu = GpuStaging(self._vbo, frame.device)
-            except InteropUnavailable as exc:
-                self._interop_refused = str(exc)
-            else:
-                self.path, self.path_reason = "interop", "CUDA points copied on the GPU into a registered vertex buffer"
-                return
-        self.path_reason = f"CUDA clouds downloaded: no CUDA-OpenGL interop ({self._interop_refused})"
+        self._gpu = self.upload.choose(frame, self._vbo)
 
     def draw(self, viewport: tuple[int, int, int, int]) -> None:
         """Draw the points into ``viewport`` (x, y, width, height) as the camera sees them."""

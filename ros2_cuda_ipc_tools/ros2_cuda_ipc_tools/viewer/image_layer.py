@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .staging import FrameBytes, GpuStaging, HostStaging, InteropUnavailable
+from .staging import FrameBytes, GpuStaging, HostStaging, UploadPath
 
 __all__ = ["ImageLayer", "TextureFormat", "texture_format"]
 
@@ -83,9 +83,7 @@ class ImageLayer:
         self._key: tuple[Any, ...] | None = None
         self._gpu: GpuStaging | None = None
         self.host = HostStaging()
-        self.path: str | None = None  #: 'interop' or 'host' once a frame came
-        self.path_reason = ""
-        self._interop_refused: str | None = None
+        self.upload = UploadPath("frames")
         self._range = (0.0, 1.0)
 
     @property
@@ -111,20 +109,10 @@ class ImageLayer:
         rows, cols = frame.shape
         self._texture = self.ctx.texture((cols, rows), fmt.components, dtype=fmt.dtype, alignment=1)
         self._key = key
-        self.path, self.path_reason = "host", "the frames are in host memory"
-        if frame.memory != "cuda":
-            return
-        if self._interop_refused is None:
-            pixel_buffer = self.ctx.buffer(reserve=frame.nbytes)
-            try:
-                self._gpu = GpuStaging(pixel_buffer, frame.device)
-            except InteropUnavailable as exc:
-                pixel_buffer.release()
-                self._interop_refused = str(exc)
-            else:
-                self.path, self.path_reason = "interop", "CUDA frames copied on the GPU into a registered GL buffer"
-                return
-        self.path_reason = f"CUDA frames downloaded: no CUDA-OpenGL interop ({self._interop_refused})"
+        pixel_buffer = self.ctx.buffer(reserve=frame.nbytes) if frame.memory == "cuda" else None
+        self._gpu = self.upload.choose(frame, pixel_buffer)
+        if self._gpu is None and pixel_buffer is not None:
+            pixel_buffer.release()
 
     def draw(self, viewport: tuple[int, int, int, int]) -> None:
         """Draw the frame in ``viewport`` (x, y, width, height), aspect kept, centred; nothing before a frame."""

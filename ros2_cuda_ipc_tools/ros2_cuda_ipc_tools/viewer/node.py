@@ -137,7 +137,7 @@ class Viewer(Node):
 
     def _say_path(self, stream: TopicStream) -> None:
         """Log which path a topic's frames take, once, and again only if it changes."""
-        path = f"{stream.layer.path}: {stream.layer.path_reason}"
+        path = f"{stream.layer.upload.name}: {stream.layer.upload.reason}"
         if self._paths_said[stream.topic] != path:
             self._paths_said[stream.topic] = path
             self.get_logger().info(f"{stream.topic}: {path}")
@@ -218,7 +218,7 @@ class Viewer(Node):
     def stats(self) -> dict[str, Any]:
         """Per topic: frames received / drawn / refused, path, latency samples; and the reader's counters."""
         return {"reader": self.reader.stats(), "topics": {
-            s.topic: {"received": s.received, "drawn": s.drawn, "refused": s.refused, "path": s.layer.path,
+            s.topic: {"received": s.received, "drawn": s.drawn, "refused": s.refused, "path": s.layer.upload.name,
                       "device_to_host_copies": s.layer.host.device_to_host_copies,
                       "latency_ms": list(s.latencies_ms)} for s in self.streams}}
 

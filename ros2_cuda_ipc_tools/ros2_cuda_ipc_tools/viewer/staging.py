@@ -17,7 +17,7 @@ import numpy as np
 
 from ros2_cuda_ipc_core import copy_strided
 
-__all__ = ["FrameBytes", "GpuStaging", "HostStaging", "InteropUnavailable", "interop_problem"]
+__all__ = ["FrameBytes", "GpuStaging", "HostStaging", "InteropUnavailable", "UploadPath", "interop_problem"]
 
 
 class InteropUnavailable(RuntimeError):
@@ -126,3 +126,29 @@ class HostStaging:
         if cuda is not None:
             self.device_to_host_copies += 1
         return out
+
+
+class UploadPath:
+    """Which way one layer's frames reach GL, and why: interop is tried per new buffer, never again once refused."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what  #: 'frames', 'points': what the reasons call them
+        self.name: str | None = None  #: 'interop' or 'host' once a frame came
+        self.reason = ""
+        self._refused: str | None = None
+
+    def choose(self, frame: FrameBytes, gl_buffer: Any) -> GpuStaging | None:
+        """A ``GpuStaging`` on ``gl_buffer`` for a CUDA frame where interop works; None: upload from the host."""
+        if frame.memory != "cuda":
+            self.name, self.reason = "host", f"the {self.what} are in host memory"
+            return None
+        if self._refused is None:
+            try:
+                staging = GpuStaging(gl_buffer, frame.device)
+            except InteropUnavailable as exc:
+                self._refused = str(exc)
+            else:
+                self.name, self.reason = "interop", f"CUDA {self.what} copied on the GPU into a registered GL buffer"
+                return staging
+        self.name, self.reason = "host", f"CUDA {self.what} downloaded: no CUDA-OpenGL interop ({self._refused})"
+        return None

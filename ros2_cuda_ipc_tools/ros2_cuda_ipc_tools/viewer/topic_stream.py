@@ -74,7 +74,7 @@ class TopicStream:
         else:
             latency = f"{statistics.median(self.latencies_ms):.1f} ms" if self.latencies_ms else "-"
             lines = [f"{self.topic}  {self.describe()}",
-                     f"{self.fps():5.1f} fps   latency p50 {latency}   path {self.layer.path}",
+                     f"{self.fps():5.1f} fps   latency p50 {latency}   path {self.layer.upload.name}",
                      f"frames {self.received}  drawn {self.drawn}  refused {self.refused}   "
                      f"reads {reader_stats.get('reads', 0)}  stale {reader_stats.get('stale_drops', 0)}  "
                      f"leases {reader_stats.get('leases_held', 0)}"]
