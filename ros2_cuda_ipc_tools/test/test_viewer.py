@@ -165,6 +165,41 @@ def test_a_silent_topic_shows_waiting(tmp_path):
         rclpy.shutdown()
 
 
+@needs_egl
+def test_a_frame_it_cannot_draw_is_refused_and_the_other_topics_go_on():
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    from ros2_cuda_ipc_tools.viewer import Viewer
+
+    peers = [subprocess.Popen([sys.executable, PEER, "image", encoding, "32", "24", "host", topic],
+                              stdout=subprocess.DEVNULL)
+             for encoding, topic in (("16UC3", "viewer_test_refused"), ("rgba8", "viewer_test_drawn"))]
+    rclpy.init()
+    try:
+        viewer = Viewer(parameter_overrides=[Parameter("images", value="viewer_test_refused,viewer_test_drawn"),
+                                             Parameter("headless", value=True), Parameter("width", value=320),
+                                             Parameter("height", value=240)])
+        executor = SingleThreadedExecutor()
+        executor.add_node(viewer)
+        refused, drawn = viewer.streams
+        deadline = time.monotonic() + 60
+        while (refused.refused < 2 or drawn.drawn < 2) and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+        assert refused.refused >= 2 and refused.received == 0 and drawn.drawn >= 2
+        assert "16UC3" in refused.last_problem
+        viewer.draw()
+        assert "16UC3" in viewer._overlays[0].text  # the overlay says why nothing is shown
+        executor.remove_node(viewer)
+        viewer.destroy_node()
+    finally:
+        rclpy.shutdown()
+        for peer in peers:
+            peer.send_signal(signal.SIGTERM)
+            peer.wait(timeout=30)
+
+
 def test_the_command_line_refuses_what_it_cannot_do():
     assert subprocess.run([*VIEWER, "--bogus"], capture_output=True).returncode == 2
     bad = subprocess.run([*VIEWER, "--headless", "--size", "8x8"], capture_output=True, text=True, timeout=60)

@@ -111,6 +111,29 @@ def test_interop_draws_cuda_frames_without_a_host_copy(monkeypatch, encoding, to
         _stop(peer)
 
 
+def test_without_interop_cuda_frames_are_downloaded_and_it_says_why(monkeypatch):
+    from test_viewer import expected_rgb
+
+    from ros2_cuda_ipc_tools.viewer import staging
+
+    monkeypatch.setattr(staging, "interop_problem", lambda: "switched off by the test")
+    width, height, topic = 64, 48, "viewer_cuda_fallback"
+    copies = CopyCounter(monkeypatch)
+    peer = _peer("image", "bgr8", str(width), str(height), "cuda", topic)
+    rclpy, viewer = _viewer(images=topic, width=width, height=height)
+    try:
+        _spin_until_drawn(viewer, 2)
+        pixels = viewer.draw(capture=True)[:, :, :3].astype(np.float64)
+        stream = viewer.streams[0]
+        assert stream.layer.upload.name == "host" and "switched off by the test" in stream.layer.upload.reason
+        assert stream.layer.host.device_to_host_copies >= 2 and copies.to_host >= 2 and copies.to_device == 0
+        assert np.array_equal(pixels, expected_rgb("bgr8", image_pattern("bgr8", width, height)))
+    finally:
+        viewer.destroy_node()
+        rclpy.shutdown()
+        _stop(peer)
+
+
 def test_ouster_cloud_from_its_48_byte_points(monkeypatch):
     from ros2_cuda_ipc_tools.viewer.orbit_camera import OrbitCamera
 

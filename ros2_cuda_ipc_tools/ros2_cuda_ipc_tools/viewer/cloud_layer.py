@@ -41,6 +41,8 @@ void main() {
     colour = vec4(ramp, 1.0);
 }
 """
+#: The widest vertex stride every OpenGL 4.4+ driver takes (GL_MAX_VERTEX_ATTRIB_STRIDE's least value).
+MAX_VERTEX_STRIDE = 2048
 #: moderngl attribute formats of the PointField types a colour can come from.
 _ATTRIBUTE = {"f4": "f4", "f8": "f8", "u1": "u1", "u2": "u2", "u4": "u4", "i1": "i1", "i2": "i2", "i4": "i4"}
 
@@ -49,6 +51,8 @@ class PointFormat:
     """Where x, y, z and the colour field lie in a point of ``point_step`` bytes, as moderngl formats."""
 
     def __init__(self, point_step: int, xyz_offset: int, value_offset: int | None, value_dtype: np.dtype | None) -> None:
+        if point_step > MAX_VERTEX_STRIDE:
+            raise ValueError(f"points of {point_step} bytes are wider than a vertex stride ({MAX_VERTEX_STRIDE})")
         if xyz_offset < 0 or xyz_offset + 12 > point_step:
             raise ValueError(f"x, y, z at byte {xyz_offset} do not fit a point of {point_step} bytes")
         self.point_step = point_step

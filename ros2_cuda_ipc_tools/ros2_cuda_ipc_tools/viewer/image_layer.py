@@ -63,8 +63,8 @@ def texture_format(encoding: str, dtype: np.dtype, channels: int) -> TextureForm
     found = _BY_TYPE.get((f"{dtype.kind}{dtype.itemsize}", channels))
     if found is None or not dtype.isnative:
         shown = ", ".join(f"{kind} x{n}" for kind, n in _BY_TYPE)
-        raise ValueError(f"the viewer draws 8-bit 1/3/4-channel, 16-bit mono and float32 mono images "
-                         f"({shown}); {encoding or 'this image'} is {dtype} x{channels}")
+        raise ValueError(f"{encoding or 'an image'} of {dtype} x{channels} is not drawn: the viewer draws 8-bit "
+                         f"1/3/4-channel, 16-bit mono and float32 mono images ({shown}, native byte order)")
     if encoding.startswith("bgr"):
         return TextureFormat(found.components, found.dtype, "BGR1", found.scale)
     return found
@@ -93,6 +93,9 @@ class ImageLayer:
     def show(self, frame: FrameBytes, fmt: TextureFormat, value_range: tuple[float, float]) -> None:
         """Copy ``frame`` (rows, cols of ``element_bytes``-byte pixels) into the texture; the lease may go after."""
         rows, cols = frame.shape
+        largest = int(self.ctx.info["GL_MAX_TEXTURE_SIZE"])
+        if not (0 < rows <= largest and 0 < cols <= largest):
+            raise ValueError(f"a {cols}x{rows} image does not fit this GL's textures (at most {largest} a side)")
         key = (rows, cols, fmt.components, fmt.dtype, frame.memory, frame.device)
         if key != self._key:
             self._reshape(key, fmt, frame)

@@ -79,6 +79,9 @@ class Viewer(Node):
             raise ValueError(f"point_size ({point_size}) must be in (0, 64] and camera_distance ({distance}) positive")
 
         self.surface: Surface = open_surface(size, self.headless, title=f"viewer: {', '.join(images + clouds)}")
+        import moderngl  # there now: open_surface said so clearly if not
+
+        self._gl_error: type[Exception] = moderngl.Error
         self.get_logger().info(f"drawing with {self.surface.renderer}"
                                f"{' offscreen (EGL)' if self.headless else ' in a window'}")
         self.reader = Reader()
@@ -126,7 +129,7 @@ class Viewer(Node):
                     if msg.core.memory == BufferCore.MEMORY_CUDA else None
                 with reader.read(msg, cuda_stream) as view:
                     stream.show(view, cuda_stream)  # the lease goes back when this block ends
-            except (Ros2CudaIpcError, ValueError, KeyError) as exc:
+            except (Ros2CudaIpcError, ValueError, KeyError, self._gl_error) as exc:  # the message's fault: refuse it
                 stream.refuse(f"{type(exc).__name__}: {exc}")
                 self.get_logger().warning(f"{stream.topic}: not shown: {exc}", throttle_duration_sec=5.0)
                 return

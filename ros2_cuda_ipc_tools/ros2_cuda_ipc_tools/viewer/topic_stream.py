@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import statistics
+import textwrap
 import time
 from typing import Any
 
@@ -79,7 +80,7 @@ class TopicStream:
                      f"reads {reader_stats.get('reads', 0)}  stale {reader_stats.get('stale_drops', 0)}  "
                      f"leases {reader_stats.get('leases_held', 0)}"]
         if self.last_problem:
-            lines.append(self.last_problem[:100])
+            lines += textwrap.wrap(self.last_problem, 90)[:3]
         return "\n".join(lines)
 
 
