@@ -111,6 +111,26 @@ def test_interop_draws_cuda_frames_without_a_host_copy(monkeypatch, encoding, to
         _stop(peer)
 
 
+def test_auto_range_finds_a_cuda_frames_min_max_on_the_gpu(monkeypatch):
+    width, height, topic = 64, 48, "viewer_cuda_auto"
+    copies = CopyCounter(monkeypatch)
+    peer = _peer("image", "mono16", str(width), str(height), "cuda", topic)
+    rclpy, viewer = _viewer(images=topic, width=width, height=height, value_range="auto")
+    try:
+        _spin_until_drawn(viewer, 2)
+        pixels = viewer.draw(capture=True)[:, :, :3].astype(np.float64)
+        stream = viewer.streams[0]
+        assert stream.value_range.spec == "auto", "torch or cupy should have found the min/max"
+        assert stream.layer.upload.name == "interop" and copies.to_host == 0
+        frame = image_pattern("mono16", width, height).astype(np.float64)
+        stretched = (frame - frame.min()) / (frame.max() - frame.min()) * 255
+        assert np.abs(pixels - np.repeat(stretched, 3, axis=2)).max() <= 1
+    finally:
+        viewer.destroy_node()
+        rclpy.shutdown()
+        _stop(peer)
+
+
 def test_without_interop_cuda_frames_are_downloaded_and_it_says_why(monkeypatch):
     from test_viewer import expected_rgb
 

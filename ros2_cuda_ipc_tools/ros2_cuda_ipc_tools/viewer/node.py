@@ -139,11 +139,14 @@ class Viewer(Node):
         return receive
 
     def _say_path(self, stream: TopicStream) -> None:
-        """Log which path a topic's frames take, once, and again only if it changes."""
+        """Log which path a topic's frames take, once, and again only if it changes; and a range given up."""
         path = f"{stream.layer.upload.name}: {stream.layer.upload.reason}"
         if self._paths_said[stream.topic] != path:
             self._paths_said[stream.topic] = path
             self.get_logger().info(f"{stream.topic}: {path}")
+        if stream.value_range.fallback_reason:
+            self.get_logger().warning(f"{stream.topic}: {stream.value_range.fallback_reason}")
+            stream.value_range.fallback_reason = None
 
     def _tick(self) -> None:
         if self._stopping:

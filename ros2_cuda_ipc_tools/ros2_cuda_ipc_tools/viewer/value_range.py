@@ -60,23 +60,25 @@ class ValueRange:
             values = np.asarray(array)
             finite = values[np.isfinite(values)] if values.dtype.kind == "f" else values
             return (float(finite.min()), float(finite.max())) if finite.size else None
+        problems = []
         try:
             import torch
 
-            tensor = torch.from_dlpack(array).float()
+            tensor = torch.from_dlpack(array).float()  # BufferError for a field DLPack cannot stride (packed points)
             finite = tensor[torch.isfinite(tensor)]
             if finite.numel() == 0:
                 return None
             lo, hi = torch.aminmax(finite)
             return float(lo), float(hi)
-        except ImportError:
-            pass
+        except (ImportError, BufferError) as exc:
+            problems.append(f"torch: {exc}")
         try:
             import cupy
 
-            values = cupy.from_dlpack(array)
+            values = cupy.asarray(array)  # the CUDA array interface: byte strides
             return float(cupy.nanmin(values)), float(cupy.nanmax(values))
-        except ImportError:
-            self.fallback_reason = "neither torch nor cupy is installed to find a CUDA frame's min/max"
-            self.spec = ""
-            return None
+        except (ImportError, ValueError, TypeError) as exc:
+            problems.append(f"cupy: {exc}")
+        self.fallback_reason = f"no min/max on the GPU ({'; '.join(problems)}): the type's full range instead"
+        self.spec = ""
+        return None
