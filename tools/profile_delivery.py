@@ -418,7 +418,7 @@ def frame_stamps(marks: Marks, published: dict[int, list[int]]) -> list[dict[str
             continue
         stamp, serialized, sent, done = published[seq]
         stamps = {name: value for name, value in marks.frames[seq].items() if value}
-        stamps["stamp"] = stamp
+        stamps["stamp"], stamps["seq"] = stamp, seq
         if serialized:
             stamps["serialized"] = serialized
         if sent:
