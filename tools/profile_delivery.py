@@ -14,6 +14,8 @@ Rows (each a fresh publisher process and subscription, run one after the other):
                    ``_take_subscription`` are timed); the take includes deserialization.
 ``dds-raw``        the same with ``raw=True``: the callback deserializes (``deserialize_message``), so
                    deserialization is timed on its own.
+``dds-struct``     DDS with no rclpy conversion on either side: the publisher publishes the message's CDR
+                   bytes built by ``struct``, the ``raw=True`` callback reads them back by ``struct``.
 ``dds-waitset``    the same DDS path received by a bare loop on rclpy's wait set: no executor.
 ``socket-cdr``     the same-host prototype: the publisher first sends the serialized message over a
                    Unix socket, then publishes it on DDS; a thread of this process blocked in ``recv``
@@ -51,7 +53,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-ROWS = ("dds-typed", "dds-raw", "dds-waitset", "socket-cdr", "socket-struct", "socket-direct")
+ROWS = ("dds-typed", "dds-raw", "dds-struct", "dds-waitset", "socket-cdr", "socket-struct", "socket-direct")
 TOPIC = "ros2_cuda_ipc_profile_delivery/descriptor"
 WARMUP = 10
 #: A real descriptor's socket path ("@ros2_cuda_ipc/<pid>/<pool id>"), so the message has its real size.
@@ -79,7 +81,7 @@ def _set_stamp(msg: Any, stamp: int) -> None:
 
 
 def _seq_of(msg: Any) -> int:
-    return int(msg.frame_id if isinstance(msg, Unpacked) else msg.header.frame_id)
+    return int(msg.frame_id if isinstance(msg, Unpacked | CdrUnpacked) else msg.header.frame_id)
 
 
 #: The prototype's compact form of a descriptor: the BufferCore fields, the image layout, stamp and frame id.
@@ -103,6 +105,75 @@ class Unpacked:
     def __init__(self, data: bytes) -> None:
         self.fields = PACKED.unpack_from(data)
         self.socket_path, self.encoding, self.frame_id = data[PACKED.size:].decode().split("\0")
+
+
+def _align(offset: int, size: int) -> int:
+    """CDR alignment: counted from after the 4-byte encapsulation header."""
+    return offset + (-(offset - 4) % size)
+
+
+class _CdrWriter:
+    """Just enough of a CDR (XCDR1, little endian) writer for a ``GpuImage``: the ``dds-struct`` row."""
+
+    def __init__(self) -> None:
+        self.data = bytearray(b"\0\1\0\0")
+
+    def put(self, fmt: str, size: int, *values: Any) -> None:
+        self.data += bytes(_align(len(self.data), size) - len(self.data))
+        self.data += struct.pack("<" + fmt, *values)
+
+    def string(self, text: str) -> None:
+        raw = text.encode() + b"\0"
+        self.put("I", 4, len(raw))
+        self.data += raw
+
+
+def _cdr_pack(msg: Any) -> bytes:
+    """The bytes ``serialize_message`` makes of a ``GpuImage``, by ``struct``, with no rclpy conversion."""
+    core, header = msg.core, msg.header
+    out = _CdrWriter()
+    out.put("iI", 4, header.stamp.sec, header.stamp.nanosec)
+    out.string(header.frame_id)
+    out.put("B", 1, msg.dtype)
+    out.put("3I", 4, *msg.shape.tolist())
+    out.put("3Q", 8, *msg.strides.tolist())
+    out.string(msg.encoding)
+    out.string(core.socket_path)
+    out.put("16sI", 4, core.pool_id.tobytes(), core.block_id)
+    out.put("QIB", 8, core.uid, core.publisher_pid, core.memory)
+    out.put("I64s", 4, core.device_id, core.event_handle.tobytes())
+    out.put("Q", 8, core.byte_size)
+    return bytes(out.data)
+
+
+class CdrUnpacked:
+    """A ``GpuImage``'s CDR read back by ``struct``: the fields as plain values, no ROS message."""
+
+    __slots__ = ("encoding", "fields", "frame_id", "socket_path", "stamp")
+
+    def __init__(self, data: bytes) -> None:
+        self.stamp = struct.unpack_from("<iI", data, 4)
+        self.frame_id, offset = self._string(data, 12)
+        dtype, = struct.unpack_from("<B", data, offset)
+        offset = _align(offset + 1, 4)
+        shape = struct.unpack_from("<3I", data, offset)
+        offset = _align(offset + 12, 8)
+        strides = struct.unpack_from("<3Q", data, offset)
+        self.encoding, offset = self._string(data, offset + 24)
+        self.socket_path, offset = self._string(data, offset)
+        pool_id, block_id = struct.unpack_from("<16sI", data, offset)
+        offset = _align(offset + 20, 8)
+        uid, pid, memory = struct.unpack_from("<QIB", data, offset)
+        offset = _align(offset + 13, 4)
+        device, event = struct.unpack_from("<I64s", data, offset)
+        byte_size, = struct.unpack_from("<Q", data, _align(offset + 68, 8))
+        self.fields = (pool_id, block_id, uid, pid, memory, device, event, byte_size, dtype, shape, strides)
+
+    @staticmethod
+    def _string(data: bytes, offset: int) -> tuple[str, int]:
+        offset = _align(offset, 4)
+        length, = struct.unpack_from("<I", data, offset)
+        return data[offset + 4:offset + 3 + length].decode(), offset + 4 + length
 
 
 # --- the publisher (child process) ---------------------------------------------------------------------
@@ -154,6 +225,11 @@ def publish(row: str, rate: float, frames: int, socket_name: str) -> int:
             sent = now()
             publisher.publish(msg)
             stamps[seq] = [stamp, serialized, sent, now()]
+        elif row == "dds-struct":
+            data = _cdr_pack(msg)
+            serialized = now()
+            publisher.publish(data)
+            stamps[seq] = [stamp, serialized, 0, now()]
         elif seq % 2:
             data = serialize_message(msg)
             serialized = now()
@@ -264,7 +340,7 @@ def receive(row: str, rate: float, count: int, events: bool, bare: bool) -> tupl
                              enable_rosout=not bare)
     sock = None
     decode: Callable[[bytes], Any] = Unpacked if row in ("socket-struct", "socket-direct") \
-        else functools.partial(deserialize_message, message_type=GpuImage)
+        else CdrUnpacked if row == "dds-struct" else functools.partial(deserialize_message, message_type=GpuImage)
     try:
         if row.startswith("socket"):
             if child.stdout.readline().strip() != "listening":
@@ -300,7 +376,7 @@ def _receive_executor(row: str, context: Any, node: Any, sock: socket.socket | N
 
     def on_dds(msg: Any, info: Any) -> None:
         called = now()
-        if row == "dds-raw":
+        if row in ("dds-raw", "dds-struct"):
             msg = decode(msg)
         seq = _seq_of(msg)
         if sock is not None:  # the prototype: DDS only carries the twin here, counted, never timed
@@ -324,7 +400,7 @@ def _receive_executor(row: str, context: Any, node: Any, sock: socket.socket | N
     else:
         executor = _timed_executor(marks, context)
     executor.add_node(node)
-    node.create_subscription(GpuImage, TOPIC, on_dds_only if events else on_dds, _qos(), raw=row == "dds-raw")
+    node.create_subscription(GpuImage, TOPIC, on_dds_only if events else on_dds, _qos(), raw=row in ("dds-raw", "dds-struct"))
     if sock is not None:
         inbox: collections.deque[tuple[bytes, int]] = collections.deque()
 
@@ -382,7 +458,7 @@ def _receive_waitset(context: Any, subscription: Any, frames: int, marks: Marks,
 #: (label, from, to) for each boundary, by how the row is received; a step a frame lacks a stamp for is skipped.
 PUBLISH_STEPS = (
     ("publish(msg): convert, serialize, write", "stamp", "published/typed"),
-    ("serialize_message", "stamp", "serialized"),
+    ("serialize (serialize_message; dds-struct: by struct)", "stamp", "serialized"),
     ("publish(bytes): the middleware's write", "serialized", "published/split"),
 )
 DDS_STEPS = (
