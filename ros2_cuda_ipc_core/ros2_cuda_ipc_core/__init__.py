@@ -10,6 +10,7 @@ turns the descriptor back into a leased, read-only view of the very same memory.
 from .cross_device import CROSS_DEVICE_MODES, CrossDevice
 from .cuda_array import CudaArray
 from .cuda_driver import device_count as cuda_device_count
+from .dlpack_dtype import DLPackDType
 from .errors import (
     CudaDriverError,
     CudaUnavailableError,
@@ -54,6 +55,7 @@ __all__ = [
     "CudaArray",
     "CudaDriverError",
     "CudaUnavailableError",
+    "DLPackDType",
     "DeviceMismatchError",
     "DownloadBridge",
     "InvalidDescriptorError",

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .dlpack import KDL_CUDA, make_capsule
+from .dlpack_dtype import DLPackDType
 from .views import check_layout
 
 #: Streams as the DLPack protocol names them for CUDA.
@@ -52,8 +53,13 @@ class CudaArray:
         return (KDL_CUDA, self.device_id)
 
     def __dlpack__(self, *, stream: int | None = None, max_version: tuple[int, int] | None = None,
-                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
-        """Export as a DLPack capsule; the consumer's ``stream`` is made to wait for the producer first."""
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None,
+                   dlpack_dtype: DLPackDType | None = None) -> Any:
+        """Export as a DLPack capsule; the consumer's ``stream`` is made to wait for the producer first.
+
+        ``dlpack_dtype`` (not part of the protocol) types the elements as what numpy cannot name, the same size
+        as :attr:`dtype`: a block's bfloat16, stored as uint16, goes out as bfloat16.
+        """
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
             raise BufferError(f"this array lives on CUDA device {self.device_id}; it cannot be exported to "
                               f"{tuple(dl_device)} without a copy")
@@ -66,8 +72,10 @@ class CudaArray:
         if consumer != _NO_SYNC and self._order_on is not None:
             self._order_on(consumer)
         versioned = max_version is not None and max_version[0] >= 1
-        return make_capsule(self, self.ptr, self.__dlpack_device__(), self.shape, self.strides, self.dtype,
-                            versioned, self.readonly)
+        if dlpack_dtype is not None and dlpack_dtype.itemsize != self.dtype.itemsize:
+            raise BufferError(f"{dlpack_dtype} elements are not the size of this array's {self.dtype}")
+        return make_capsule(self, self.ptr, self.__dlpack_device__(), self.shape, self.strides,
+                            self.dtype if dlpack_dtype is None else dlpack_dtype, versioned, self.readonly)
 
     def __repr__(self) -> str:
         mode = "read-only" if self.readonly else "writable"

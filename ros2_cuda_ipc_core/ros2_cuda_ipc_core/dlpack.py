@@ -7,15 +7,19 @@ capsule dies unconsumed), so a torch tensor made from a reader view holds the re
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .dlpack_dtype import DLPackDType
+from .views import contiguous_strides
+
 KDL_CPU, KDL_CUDA = 1, 2
 READ_ONLY_FLAG = 1 << 0  # DLPACK_FLAG_BITMASK_READ_ONLY
 DLPACK_VERSION = (1, 1)
-_TYPE_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}  # kDLInt, kDLUInt, kDLFloat, kDLComplex, kDLBool
 
 
 class DLDevice(ctypes.Structure):
@@ -116,15 +120,26 @@ del _everlasting
 _ARRAYS: dict[int, struct.Struct] = {}
 
 
+@functools.lru_cache(maxsize=64)
+def _code_and_bits(dtype: np.dtype | DLPackDType) -> tuple[int, int]:
+    """DLPack's code and bits for ``dtype`` (remembered: a capsule is made per frame); BufferError for none."""
+    try:
+        element = DLPackDType.of(dtype)
+    except ValueError:  # complex256 (wider than DLPack's 8-bit bits field), datetimes, ...
+        raise BufferError(f"dtype {dtype} has no DLPack equivalent") from None
+    return element.code, element.bits
+
+
 def make_capsule(owner: Any, address: int, device: tuple[int, int], shape: tuple[int, ...],
-                 byte_strides: tuple[int, ...], dtype: np.dtype, versioned: bool, read_only: bool) -> Any:
-    """A ``dltensor`` (or ``dltensor_versioned``) capsule over ``address`` that keeps ``owner`` alive."""
+                 byte_strides: tuple[int, ...], dtype: np.dtype | DLPackDType, versioned: bool, read_only: bool) -> Any:
+    """A ``dltensor`` (or ``dltensor_versioned``) capsule over ``address`` that keeps ``owner`` alive.
+
+    ``dtype`` is numpy's, or a :class:`DLPackDType` for what numpy has no dtype for (bfloat16, float8).
+    """
     if any(s % dtype.itemsize for s in byte_strides):
         raise BufferError(f"strides {byte_strides} are not whole multiples of the {dtype.itemsize}-byte element")
     ndim = len(shape)
-    code = _TYPE_CODES.get(dtype.kind)
-    if code is None or dtype.itemsize > 31:  # DLPack's bits field is 8 bits wide: complex256 has no equivalent
-        raise BufferError(f"dtype {dtype} has no DLPack equivalent")
+    code, bits = _code_and_bits(dtype)
     # One buffer holds the managed tensor and its shape and strides arrays, written by struct in one go:
     # a capsule is made for every frame a framework takes, and a ctypes object per field costs several times more.
     header = _VERSIONED if versioned else _UNVERSIONED
@@ -144,7 +159,7 @@ def make_capsule(owner: Any, address: int, device: tuple[int, int], shape: tuple
         buffer, at = memory, 0
         base = ctypes.addressof(memory)
     shape_at, strides_at = base + header.size, base + header.size + 8 * ndim
-    tensor = (address, device[0], device[1], ndim, code, dtype.itemsize * 8, 1, shape_at, strides_at, 0)
+    tensor = (address, device[0], device[1], ndim, code, bits, 1, shape_at, strides_at, 0)
     if versioned:
         header.pack_into(buffer, at, *DLPACK_VERSION, 0, _DELETE_ADDRESS, READ_ONLY_FLAG if read_only else 0, *tensor)
         name = b"dltensor_versioned"
@@ -154,6 +169,80 @@ def make_capsule(owner: Any, address: int, device: tuple[int, int], shape: tuple
     arrays.pack_into(buffer, at + header.size, *shape, *(s // dtype.itemsize for s in byte_strides))
     _alive[base] = (memory, owner)
     return _capsule_new(base, name, _DESTROY_ADDRESS)
+
+
+def host_capsule(array: np.ndarray, dtype: DLPackDType, *, stream: int | None = None,
+                 max_version: tuple[int, int] | None = None, dl_device: tuple[int, int] | None = None,
+                 copy: bool | None = None) -> Any:
+    """``__dlpack__`` of host ``array`` with its elements typed ``dtype``: numpy exports its own dtype only, so a
+    block's bfloat16 (stored as uint16) goes out through here.  Read-only when ``array`` is."""
+    if dl_device is not None and tuple(dl_device) != (KDL_CPU, 0):
+        raise BufferError(f"this array is host memory; it cannot be exported to {tuple(dl_device)} without a copy")
+    if copy:
+        raise BufferError("block arrays export zero-copy views only (copy=True asked for a copy)")
+    if stream is not None:
+        raise BufferError("a host array takes no stream (DLPack: stream must be None for kDLCPU)")
+    versioned = max_version is not None and max_version[0] >= 1
+    return make_capsule(array, array.ctypes.data, (KDL_CPU, 0), array.shape, array.strides, dtype, versioned,
+                        not array.flags.writeable)
+
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype, _capsule_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_is_valid.restype, _capsule_is_valid.argtypes = ctypes.c_int, [ctypes.py_object, ctypes.c_char_p]
+
+
+@dataclass(frozen=True)
+class DLPackExport:
+    """What a producer's ``__dlpack__`` capsule says: where its elements are and how they are typed.
+
+    ``capsule`` is kept unconsumed, so the producer's memory stays alive while this lives (its destructor
+    calls the producer's deleter).
+    """
+
+    address: int  #: of element 0 (data plus byte_offset)
+    device: tuple[int, int]
+    shape: tuple[int, ...]
+    byte_strides: tuple[int, ...]
+    dtype: DLPackDType
+    readonly: bool
+    capsule: Any
+
+
+def read_export(array: Any) -> DLPackExport:
+    """Ask ``array`` for a DLPack capsule (no stream ordering: the caller orders its own work) and read it.
+
+    The way to learn the layout of a tensor whose type numpy has no dtype for (a torch bfloat16 tensor);
+    BufferError for what it cannot describe (another major version, vector lanes, an unknown type).
+    """
+    device = tuple(int(n) for n in array.__dlpack_device__())
+    stream = None if device[0] == KDL_CPU else -1
+    try:
+        capsule = array.__dlpack__(stream=stream, max_version=DLPACK_VERSION)
+    except TypeError:  # a producer older than DLPack 1.0 knows no max_version
+        capsule = array.__dlpack__(stream=stream)
+    readonly = False
+    if _capsule_is_valid(capsule, b"dltensor_versioned"):
+        managed = DLManagedTensorVersioned.from_address(_capsule_pointer(capsule, b"dltensor_versioned"))
+        if managed.version.major != DLPACK_VERSION[0]:
+            raise BufferError(f"DLPack {managed.version.major}.{managed.version.minor} capsules cannot be read here")
+        tensor, readonly = managed.dl_tensor, bool(managed.flags & READ_ONLY_FLAG)
+    elif _capsule_is_valid(capsule, b"dltensor"):
+        tensor = DLManagedTensor.from_address(_capsule_pointer(capsule, b"dltensor")).dl_tensor
+    else:
+        raise BufferError(f"{type(array).__name__}.__dlpack__ returned no DLPack capsule")
+    try:
+        dtype = DLPackDType(tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes)
+    except ValueError as exc:
+        raise BufferError(str(exc)) from None
+    shape = tuple(int(tensor.shape[i]) for i in range(tensor.ndim))
+    if tensor.strides:
+        strides = tuple(int(tensor.strides[i]) * dtype.itemsize for i in range(tensor.ndim))
+    else:
+        strides = contiguous_strides(shape, dtype.itemsize)
+    return DLPackExport(int(tensor.data or 0) + int(tensor.byte_offset), (device[0], device[1]), shape, strides, dtype,
+                        readonly, capsule)
 
 
 def live_capsules() -> int:

@@ -147,3 +147,69 @@ def test_a_consumer_that_outlives_the_modules_exits_cleanly():
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr) == (0, "")
+
+
+# --- DLPack's types, numpy's and the rest (bfloat16, float8) ----------------------------------------------------
+
+NUMPY_TYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
+               "float64", "complex64", "complex128"]
+NUMPYLESS_TYPES = ["bfloat16", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+                   "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"]
+
+
+@pytest.mark.parametrize("name", NUMPY_TYPES + NUMPYLESS_TYPES)
+def test_every_dtype_has_its_dlpack_code_and_storage(name):
+    from ros2_cuda_ipc_core import DLPackDType
+
+    element = DLPackDType.of(name)
+    assert element.name == name and DLPackDType.from_fields(*element.triple) == element
+    assert element.storage.itemsize == element.itemsize
+    if name in NUMPY_TYPES:
+        assert element.numpy == np.dtype(name) and DLPackDType.of(np.dtype(name)) == element
+    else:
+        assert element.numpy is None and element.storage.kind == "u" and name in element.numpy_refusal
+
+
+def test_dlpack_codes_are_dlpack_1_1s():
+    from ros2_cuda_ipc_core import DLPackDType
+
+    assert DLPackDType.of("bfloat16").triple == (4, 16, 1)
+    assert DLPackDType.of("float8_e4m3fn").triple == (10, 8, 1) and DLPackDType.of("float8_e5m2").triple == (12, 8, 1)
+    assert DLPackDType.of(np.bool_).triple == (6, 8, 1) and DLPackDType.of(np.complex128).triple == (5, 128, 1)
+
+
+@pytest.mark.parametrize("fields,needle", [((3, 8, 1), "dtype_code 3"), ((99, 8, 1), "dtype_code 99"),
+                                           ((2, 8, 1), "dtype_bits 8"), ((4, 32, 1), "dtype_bits 32"),
+                                           ((2, 32, 4), "dtype_lanes 4")])
+def test_message_fields_are_checked_naming_the_field(fields, needle):
+    from ros2_cuda_ipc_core import DLPackDType, InvalidDescriptorError
+
+    with pytest.raises(InvalidDescriptorError, match=needle):
+        DLPackDType.from_fields(*fields, what="GpuTensor")
+
+
+@pytest.mark.parametrize("name", NUMPYLESS_TYPES)
+def test_a_type_numpy_lacks_exports_under_its_own_code(name):
+    from ros2_cuda_ipc_core import DLPackDType
+    from ros2_cuda_ipc_core.dlpack import host_capsule, read_export
+
+    element = DLPackDType.of(name)
+    bits = np.arange(12, dtype=element.storage).reshape(3, 4).T  # transposed: strides travel as they are
+
+    class Bits:
+        def __dlpack_device__(self):
+            return (KDL_CPU, 0)
+
+        def __dlpack__(self, **kwargs):
+            return host_capsule(bits, element, **kwargs)
+
+    export = read_export(Bits())
+    assert (export.address, export.shape, export.byte_strides) == (bits.ctypes.data, (4, 3), bits.strides)
+    assert export.dtype == element and not export.readonly
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, name):
+        pytest.skip(f"torch has no {name}")
+    tensor = torch.from_dlpack(Bits())
+    assert tensor.dtype == getattr(torch, name) and tensor.data_ptr() == bits.ctypes.data
+    assert tensor.view(torch.uint8 if element.bits == 8 else torch.int16).numpy().view(element.storage).tolist() == \
+        bits.tolist()

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dlpack import host_capsule
 from ..errors import Ros2CudaIpcError
 from .layout import StridedLayout
 
@@ -58,18 +59,32 @@ class ArrayProtocols:
         if problem is not None:
             raise BufferError(f"{self.array_name} cannot be a DLPack view: {problem} (DLPack strides count "
                               "elements); read it through __cuda_array_interface__ or copy it out with a strided copy")
-        return self._live_array().__dlpack__(**kwargs)
+        element = self.array_layout.element
+        if element is None:
+            return self._live_array().__dlpack__(**kwargs)
+        array = self._live_array()  # numpy or CudaArray of the bits: exported under the elements' own type
+        if isinstance(array, np.ndarray):
+            return host_capsule(array, element, **kwargs)
+        return array.__dlpack__(**kwargs, dlpack_dtype=element)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return self._live_array().__dlpack_device__()
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
-        """CAI v3 (byte strides, any alignment); AttributeError for host memory, as consumers expect."""
+        """CAI v3 (byte strides, any alignment); AttributeError for host memory, as consumers expect, and for
+        a type CAI cannot name (bfloat16, float8: consumers then try DLPack)."""
+        element = self.array_layout.element
+        if element is not None:
+            raise AttributeError(f"{self.array_name} holds {element}, which the CUDA array interface has no typestr "
+                                 "for; use DLPack (torch.from_dlpack)")
         return self._live_array().__cuda_array_interface__
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         array = self._live_array()
+        element = self.array_layout.element
+        if element is not None:
+            raise TypeError(f"{self.array_name} cannot be a numpy array: {element.numpy_refusal}")
         if not isinstance(array, np.ndarray):
             raise TypeError(f"{self.array_name} is CUDA memory and has no host array; use DLPack (torch.from_dlpack), "
                             "the CUDA array interface, or copy it out")

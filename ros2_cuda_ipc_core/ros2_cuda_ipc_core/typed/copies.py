@@ -18,9 +18,9 @@ def copy_block_array(block_address: int, block_memory: str, block_device: int, l
     complete when this returns.
     """
     user = strided_source(array)
-    if user.layout.shape != layout.shape or user.layout.dtype != layout.dtype:
-        raise ValueError(f"the given array is {user.layout.shape} {user.layout.dtype}, the block's is "
-                         f"{layout.shape} {layout.dtype}")
+    if (user.layout.shape, user.layout.dtype, user.layout.element) != (layout.shape, layout.dtype, layout.element):
+        raise ValueError(f"the given array is {user.layout.shape} {user.layout.element or user.layout.dtype}, the "
+                         f"block's is {layout.shape} {layout.element or layout.dtype}")
     if user.readonly and not into_block:
         raise ValueError("the destination array is read-only")
     if block_memory == "cuda":

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
+from ..dlpack_dtype import DLPackDType
 from ..errors import InvalidDescriptorError
 from ..views import contiguous_strides
 
@@ -48,12 +49,15 @@ class StridedLayout:
 
     Strides need not be whole elements (a packed point cloud's field is not): such an array is read
     through the CUDA Array Interface or a strided copy; :attr:`dlpack_problem` says why DLPack cannot take it.
+    ``element`` is set for a type numpy has no dtype for (bfloat16, float8): ``dtype`` is then the unsigned
+    integer of its size, which holds its bits, and DLPack exports the elements as ``element``.
     """
 
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     dtype: np.dtype
     offset: int = field(default=0, kw_only=True)
+    element: DLPackDType | None = field(default=None, kw_only=True)
 
     #: Names of the axes in error messages ("row stride 7 ..."); "axis 0" and so on when not given.
     axis_names: ClassVar[tuple[str, ...]] = ()

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ..dlpack import read_export
+from ..dlpack_dtype import DLPackDType
 from .layout import StridedLayout
 
 _KDL_CPU = 1
@@ -37,8 +39,17 @@ class StridedSource:
 def strided_source(array: Any) -> StridedSource:
     """Describe ``array``: anything with ``__cuda_array_interface__``, ``__dlpack__`` or numpy's array protocols.
 
-    Big-endian host data is first converted to this machine's order (one copy, only then).
+    Big-endian host data is first converted to this machine's order (one copy, only then).  A tensor of a
+    type numpy has no dtype for (torch's bfloat16, float8) is read through its DLPack capsule: its layout's
+    ``dtype`` is then the unsigned integer holding the bits, and ``element`` the type.
     """
+    element = _numpyless_element(array)
+    if element is not None:
+        export = read_export(array)
+        on_device = export.device[0] != _KDL_CPU
+        layout = StridedLayout(export.shape, export.byte_strides, export.dtype.storage, element=export.dtype)
+        return StridedSource(export.address, layout, on_device, export.device[1] if on_device else None,
+                             export.readonly, (array, export))
     interface = getattr(array, "__cuda_array_interface__", None)
     if interface is not None:
         dtype = np.dtype(interface["typestr"])
@@ -59,6 +70,18 @@ def strided_source(array: Any) -> StridedSource:
         host = host.astype(host.dtype.newbyteorder("="))
     layout = StridedLayout(tuple(host.shape), tuple(host.strides), host.dtype)
     return StridedSource(int(host.ctypes.data), layout, False, None, not host.flags.writeable, host)
+
+
+def _numpyless_element(array: Any) -> DLPackDType | None:
+    """The type of a DLPack producer's elements (by its ``dtype`` attribute) when numpy has none for it."""
+    dtype = getattr(array, "dtype", None)
+    if dtype is None or isinstance(array, np.ndarray) or not hasattr(array, "__dlpack__"):
+        return None
+    try:
+        element = DLPackDType.of(dtype)
+    except ValueError:
+        return None
+    return element if element.numpy is None else None
 
 
 def _layout(shape: tuple[int, ...], strides: Any, dtype: np.dtype) -> StridedLayout:
