@@ -28,7 +28,7 @@ DEMO_ARGS ?=
 SETUP_ARGS := --distro '$(ROS_DISTRO)' --python $(PYTHON) --venv $(VENV) \
 	$(if $(WHEELHOUSE),--wheelhouse $(WHEELHOUSE)) $(if $(INTO_ENV),--into-env)
 IN_WORKSPACE := source .workspace/env.sh &&
-PACKAGES := ros2_cuda_ipc_msgs ros2_cuda_ipc_core ros2_cuda_ipc_image ros2_cuda_ipc_pointcloud ros2_cuda_ipc_tools ros2_cuda_ipc_examples
+PACKAGES := ros2_cuda_ipc_msgs ros2_cuda_ipc_core ros2_cuda_ipc_image ros2_cuda_ipc_pointcloud ros2_cuda_ipc_tensor ros2_cuda_ipc_tools ros2_cuda_ipc_examples
 # The shipped Python code of each package that has some (the message package is generated).
 PYTHON_SOURCES = $(wildcard $(foreach p,$(PACKAGES),$(p)/$(p)))
 

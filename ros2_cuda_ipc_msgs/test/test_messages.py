@@ -74,3 +74,21 @@ def test_gpu_point_cloud_roundtrip():
     assert [(f.name, f.offset, f.datatype, f.count) for f in back.fields] == [
         ("x", 0, 7, 1), ("y", 4, 7, 1), ("z", 8, 7, 1)]
     assert_core_equal(back.core, msg.core)
+
+
+def test_gpu_tensor_roundtrip():
+    from ros2_cuda_ipc_msgs.msg import GpuTensor
+
+    msg = GpuTensor()
+    msg.header.frame_id = "camera"
+    msg.dtype_code, msg.dtype_bits, msg.dtype_lanes = 4, 16, 1  # DLPack's bfloat16
+    msg.shape = [8, 3, 2160, 3840]
+    msg.strides = [3 * 2160 * 3840, 1, 3 * 3840, 3]  # channels last: strides in elements
+    msg.byte_offset = 2**40
+    msg.dim_names = ["N", "C", "H", "W"]
+    msg.core = full_core()
+    back = roundtrip(msg)
+    assert (back.dtype_code, back.dtype_bits, back.dtype_lanes, back.byte_offset) == (4, 16, 1, 2**40)
+    assert list(back.shape) == list(msg.shape) and list(back.strides) == list(msg.strides)
+    assert list(back.dim_names) == ["N", "C", "H", "W"] and back.header.frame_id == "camera"
+    assert_core_equal(back.core, msg.core)

@@ -7,17 +7,18 @@ from typing import Any
 from ..streams import StreamLike
 from ..transfer import copy_strided
 from .layout import StridedLayout
-from .source import strided_source
+from .source import StridedSource, strided_source
 
 
 def copy_block_array(block_address: int, block_memory: str, block_device: int, layout: StridedLayout, array: Any,
                      stream: StreamLike, into_block: bool) -> None:
-    """Copy between the array ``layout`` places at ``block_address`` and ``array`` (same shape and dtype).
+    """Copy between the array ``layout`` places at ``block_address`` and ``array`` (same shape and dtype; a
+    :class:`StridedSource` already made of it will do).
 
     The block's bytes the layout covers must already be checked against its size.  CUDA copies are
     complete when this returns.
     """
-    user = strided_source(array)
+    user = array if isinstance(array, StridedSource) else strided_source(array)
     if (user.layout.shape, user.layout.dtype, user.layout.element) != (layout.shape, layout.dtype, layout.element):
         raise ValueError(f"the given array is {user.layout.shape} {user.layout.element or user.layout.dtype}, the "
                          f"block's is {layout.shape} {layout.element or layout.dtype}")
