@@ -90,6 +90,11 @@ class TensorLayout(StridedLayout):
         """Strides in elements, as the message, DLPack and torch count them."""
         return tuple(s // self.dtype.itemsize for s in self.strides)
 
+    @property
+    def padded_extent(self) -> int:
+        """At least one element: an empty tensor (no detections, say) still publishes its block (of 1+ bytes)."""
+        return max(self.byte_extent, self.offset + self.dtype.itemsize)
+
     def validate(self, byte_size: int) -> TensorLayout:
         """The typed layer's checks (no overlap, every byte inside ``byte_size``), naming the message fields."""
         if 0 in self.shape:  # an empty tensor (no detections, say) touches no byte
