@@ -14,11 +14,11 @@ DIM_NAMES = ("N", "C", "W")
 TRANSPOSED = (15, 1, 3)  # elements: C and W swapped in memory, kept as they are
 
 
-def bits(name: str, seq: int, batch: int) -> np.ndarray:
+def bits(name: str, seq: int, batch: int, capacity: tuple[int, ...] = CAPACITY) -> np.ndarray:
     """The raw bits message ``seq`` carries, as the storage dtype (NaNs and all: compared bit for bit)."""
     element = DLPackDType.of(name)
     rng = np.random.default_rng(seq)
-    shape = (batch, *CAPACITY[1:])
+    shape = (batch, *capacity[1:])
     if name == "bool":
         return rng.integers(0, 2, shape, dtype=np.uint8).view(np.bool_)
     raw = rng.integers(0, 256, int(np.prod(shape)) * element.itemsize, dtype=np.uint8)
