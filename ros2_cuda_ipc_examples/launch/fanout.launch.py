@@ -26,6 +26,7 @@ ARGUMENTS = {
     "height": ("1080", "camera height"),
     "fps": ("30.0", "camera frames per second"),
     "snapshot_path": ("preview.png", "where the preview node writes its PNG snapshot"),
+    "tensor_dtype": ("float16", "the NCHW tensor preprocess sends inference: float16, bfloat16 or float32"),
 }
 
 #: (node name, executable, plugin class, parameters): the same nodes either way.
@@ -33,7 +34,7 @@ NODES = [
     ("camera", "synthetic_camera", "SyntheticCamera",
      {"memory": LaunchConfiguration("memory"), "width": LaunchConfiguration("width"),
       "height": LaunchConfiguration("height"), "fps": LaunchConfiguration("fps"), "wait_for_subscribers": 3}),
-    ("preprocess", "preprocess", "Preprocess", {"wait_for_subscribers": 1}),
+    ("preprocess", "preprocess", "Preprocess", {"wait_for_subscribers": 1, "dtype": LaunchConfiguration("tensor_dtype")}),
     ("inference", "inference_like", "InferenceLike", {}),
     ("encoder", "encoder_like", "EncoderLike", {}),
     ("preview", "preview", "Preview", {"snapshot_path": LaunchConfiguration("snapshot_path")}),

@@ -103,7 +103,7 @@ BAD_PARAMETERS = [
     ("Preprocess", {"reuse_delay": float("nan")}, "reuse_delay must be a finite number of seconds >= 0, got nan"),
     ("VoxelDownsample", {"reuse_delay": "soon"}, "parameter reuse_delay must be a number, not 'soon'"),
     ("VoxelDownsample", {"block_count": 1}, "block_count must be at least 2"),
-    ("Preprocess", {"dtype": "int8"}, "dtype ('int8') one of float32, float16"),
+    ("Preprocess", {"dtype": "int8"}, "dtype ('int8') one of float16, bfloat16, float32"),
     ("InferenceLike", {"model": "resnet"}, "model 'resnet' is not one of tiny"),
     ("EncoderLike", {"downscale": 0}, "downscale must be at least 1"),
     ("Preview", {"rate": 0.0}, "must be positive"),

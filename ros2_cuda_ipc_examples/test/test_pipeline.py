@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -42,6 +43,12 @@ def assert_every_frame_checked(summary: dict) -> None:
     assert set(summary["exit_codes"].values()) == {0}
 
 
+def assert_tensors_between_preprocess_and_inference(summary: dict, dtype: str) -> None:
+    assert summary["nodes"]["preprocess"]["output"] == f"GpuTensor 1x3x224x224 {dtype}"
+    assert summary["nodes"]["inference"]["input"] == f"GpuTensor 1x3x224x224 {dtype}"
+    assert summary["nodes"]["inference"]["output"] == "GpuTensor Nx10 float32"  # the logits, batch kept
+
+
 def assert_preview_shows_the_picture(path: str) -> None:
     pixels = read_png(path)
     assert pixels.shape == (120, 160, 3)
@@ -58,6 +65,7 @@ def test_fanout_as_separate_processes(tmp_path):
     pids = {summary["nodes"][name]["pid"] for name in ("camera", *CONSUMERS)}
     assert len(pids) == 5
     assert all(summary["nodes"][name]["same_process_reads"] == 0 for name in CONSUMERS)
+    assert_tensors_between_preprocess_and_inference(summary, "float16")
     assert_preview_shows_the_picture(summary["preview_png"])
 
 
@@ -71,6 +79,14 @@ def test_fanout_composed_reads_through_the_same_process_path(tmp_path):
         report = summary["nodes"][name]
         assert report["same_process_reads"] == report["reads"] == FRAMES, (name, report)
     assert_preview_shows_the_picture(summary["preview_png"])
+
+
+def test_fanout_on_bfloat16_tensors_composed(tmp_path):
+    """bfloat16 on host memory: numpy has none, so Preprocess writes its bits and InferenceLike reads them back."""
+    options = dataclasses.replace(small_options(tmp_path, "/fanout_bfloat16"), tensor_dtype="bfloat16")
+    summary = run_pipeline(fanout(options), options, compose=True, stream=None)
+    assert_every_frame_checked(summary)
+    assert_tensors_between_preprocess_and_inference(summary, "bfloat16")
 
 
 def test_lidar_composed_checks_every_scan(tmp_path):
@@ -242,8 +258,10 @@ def _gpu_skip_reason() -> str | None:
 @pytest.mark.parametrize("compose", [False, True], ids=["separate", "composed"])
 def test_fanout_on_cuda(tmp_path, width, height, compose):
     frames = 150
+    tensor_dtype = "bfloat16" if compose else "float16"  # the NCHW tensor preprocessing sends inference
     options = PipelineOptions(width=width, height=height, fps=30.0, memory="cuda", frames=frames,
-                              namespace=f"/fanout_cuda_{height}_{int(compose)}", out_dir=tmp_path, block_count=4)
+                              namespace=f"/fanout_cuda_{height}_{int(compose)}", out_dir=tmp_path, block_count=4,
+                              tensor_dtype=tensor_dtype)
     summary = run_pipeline(fanout(options), options, compose=compose, stream=None)
     print(json.dumps({k: summary[k] for k in ("mode", "source_seconds", "fps", "latency_ms", "same_process_reads")}))
     assert summary["ok"] and summary["frames_published"] == frames
@@ -252,6 +270,7 @@ def test_fanout_on_cuda(tmp_path, width, height, compose):
         assert report["bad"] == 0 and report["checked"] >= 0.9 * frames, (name, report)
         assert report["same_process_reads"] == (report["reads"] if compose else 0)
     assert summary["nodes"]["camera"]["memory"] == "cuda"
+    assert_tensors_between_preprocess_and_inference(summary, tensor_dtype)
     pixels = read_png(summary["preview_png"])
     assert pixels.shape == (height, width, 3)
     probe = Probe.for_image(height, width)

@@ -100,6 +100,38 @@ class ArrayBackend:
             return image.array
         return self.xp.from_dlpack(image)
 
+    def tensor(self, tensor: Any) -> Any:
+        """The zero-copy array of a tensor frame or view; for a type this library lacks (numpy's and cupy's
+        bfloat16), the unsigned integers holding its bits (see :meth:`from_bits` and :meth:`to_bits`)."""
+        if self.name == "torch" or tensor.layout.element is None:
+            return self.wrap(tensor)
+        return tensor.array if self.name == "numpy" else self.xp.from_dlpack(tensor.array)
+
+    def to_element(self, array: Any, dtype_name: str) -> Any:
+        """``array`` (float32) as ``dtype_name`` elements, or, for bfloat16 outside torch, as their bits."""
+        if self.name == "torch":
+            return array.to(getattr(self.xp, dtype_name))
+        if dtype_name == "bfloat16":  # round to nearest even, then the upper half of the float32's bits
+            bits = self.xp.ascontiguousarray(array, dtype=self.xp.float32).view(self.xp.uint32)
+            return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(self.xp.uint16)
+        return array.astype(dtype_name)
+
+    def from_element(self, array: Any, dtype_name: str) -> Any:
+        """float32 values of what :meth:`tensor` gave (bfloat16 bits outside torch made float32 again)."""
+        if self.name == "torch":
+            return array.float()
+        if dtype_name == "bfloat16":
+            return (array.astype(self.xp.uint32) << 16).view(self.xp.float32)
+        return array.astype(self.xp.float32)
+
+    def channels_first(self, hwc: Any) -> Any:
+        """A (1, C, H, W) view of an (H, W, C) array, no copy."""
+        return (hwc.permute(2, 0, 1) if self.name == "torch" else hwc.transpose(2, 0, 1))[None]
+
+    def channels_last(self, chw: Any) -> Any:
+        """An (H, W, C) view of a (C, H, W) array, no copy."""
+        return chw.permute(1, 2, 0) if self.name == "torch" else chw.transpose(1, 2, 0)
+
     def upload(self, host: np.ndarray) -> Any:
         if self.name == "numpy":
             return host

@@ -66,10 +66,16 @@ class ImageConsumer(PipelineNode):
             self._probes[key] = (probe, arrays.upload(probe.ys), arrays.upload(probe.xs))
         return self._probes[key]
 
+    def picture(self, image: Any, arrays: ArrayBackend) -> Any:
+        """The (rows, cols, channels) picture in what :meth:`process` gets, which the probe checks: ``image`` itself
+        here; a tensor consumer's first image, channels last."""
+        return image
+
     def _consume(self, image: Any, header: Any, encoding: str, arrays: ArrayBackend) -> None:
-        probe, ys, xs = self._probe(image.shape[0], image.shape[1], arrays)
+        picture = self.picture(image, arrays)
+        probe, ys, xs = self._probe(picture.shape[0], picture.shape[1], arrays)
         self.process(image, header, encoding, arrays)
-        seq, good = probe.check(self.probe_values(image, probe, ys, xs, arrays), rgb_index(encoding))
+        seq, good = probe.check(self.probe_values(picture, probe, ys, xs, arrays), rgb_index(encoding))
         self.frame_seen(seq)
         self.counts["checked" if good else "bad"] += 1
         if not good:

@@ -1,4 +1,4 @@
-"""``InferenceLike``: a small real network on the preprocessed tensor, timed per frame.
+"""``InferenceLike``: a small real network on the preprocessed ``GpuTensor``, timed per frame.
 
     ros2 run ros2_cuda_ipc_examples inference_like --ros-args -p model:=tiny
 
@@ -6,7 +6,9 @@
 10-way linear layer with fixed seeded weights: torch on the tensor where it lies (GPU or host),
 or the same arithmetic in numpy where torch is not installed (it says so once). ``model:=mobilenet_v3_small``
 runs torchvision's smallest classifier (random weights) and needs torch and torchvision.
-The class index of each frame is published on ``class`` (``std_msgs/UInt32``).
+Each message's logits, one row per image of its batch, are published as a ``GpuTensor`` (N, classes) float32
+on ``logits`` (in the memory the input came in), and the first image's class index on ``class``
+(``std_msgs/UInt32``).
 """
 
 from __future__ import annotations
@@ -18,17 +20,20 @@ from typing import Any
 import numpy as np
 from std_msgs.msg import UInt32
 
+from ros2_cuda_ipc_tensor import TensorPublisher
 from ros2_cuda_ipc_tools import run_component
 
 from .arrays import ArrayBackend
-from .consumer import ImageConsumer
 from .pipeline_node import ParameterError
 from .preprocess import IMAGENET_MEAN, IMAGENET_STD
 from .scene import Probe
+from .tensor_consumer import TensorConsumer
 
 __all__ = ["InferenceLike", "TinyNet", "main"]
 
 MODELS = ("tiny", "mobilenet_v3_small")
+#: Images a logits message can carry before its publisher is made anew, larger.
+_BATCH_CAPACITY = 8
 
 
 class TinyNet:
@@ -40,11 +45,14 @@ class TinyNet:
         self.conv2 = rng.standard_normal((16, 8, 3, 3)).astype(np.float32) / np.sqrt(72)
         self.linear = rng.standard_normal((10, 16)).astype(np.float32) / 4
 
-    def numpy(self, chw: np.ndarray) -> int:
-        """Class index of one (3, rows, cols) image, in numpy."""
-        x = np.maximum(_conv3x3_stride2(chw.astype(np.float32), self.conv1), 0)
-        x = np.maximum(_conv3x3_stride2(x, self.conv2), 0)
-        return int(np.argmax(self.linear @ x.mean(axis=(1, 2))))
+    def numpy(self, nchw: np.ndarray) -> np.ndarray:
+        """Logits (N, 10) of a batch of (3, rows, cols) images, in numpy."""
+        rows = []
+        for chw in nchw:
+            x = np.maximum(_conv3x3_stride2(chw.astype(np.float32), self.conv1), 0)
+            x = np.maximum(_conv3x3_stride2(x, self.conv2), 0)
+            rows.append(self.linear @ x.mean(axis=(1, 2)))
+        return np.stack(rows).astype(np.float32)
 
     def torch_module(self, device: Any, dtype: Any) -> Any:
         import torch
@@ -65,11 +73,10 @@ def _conv3x3_stride2(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.einsum("chwij,ocij->ohw", windows, weights, optimize=True)
 
 
-class InferenceLike(ImageConsumer):
+class InferenceLike(TensorConsumer):
     """Runs the network on each tensor from ``preprocessed``; latency is camera stamp to class on the host."""
 
     input_topic = "preprocessed"
-    resized = True
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("inference_like", **kwargs)
@@ -85,28 +92,34 @@ class InferenceLike(ImageConsumer):
         self._modules: dict[tuple[str, str], Any] = {}
         self._model_ms: list[float] = []
         self._classes = self.create_publisher(UInt32, "class", 10)
+        self.logits: TensorPublisher | None = None  # made for the first message's memory and batch
         self._mean = np.array(IMAGENET_MEAN) * 255
         self._std = np.array(IMAGENET_STD) * 255
-        if self.has_torch and "cuda" in self._backends:
+        if self.has_torch:
             self._warm_up()
         self.listen()
 
     def _warm_up(self) -> None:
-        """Build the network on the GPU and run it once, so the first frames do not wait for it (and go stale)."""
+        """Build the network where frames may come (the CPU for host frames, the GPU in each type Preprocess
+        sends) and run it once, so the first frames do not wait for it (and go stale)."""
         import torch
 
-        for dtype in (torch.float32, torch.float16):
-            probe = torch.zeros((1, 3, 224, 224), dtype=dtype, device="cuda")
+        probes = [torch.zeros((1, 3, 224, 224))]
+        if "cuda" in self._backends:
+            probes += [torch.zeros((1, 3, 224, 224), dtype=dtype, device="cuda")
+                       for dtype in (torch.float32, torch.float16, torch.bfloat16)]
+        for probe in probes:
             with torch.no_grad():
                 self._module(probe)(probe)
-        torch.cuda.synchronize()
+        if "cuda" in self._backends:
+            torch.cuda.synchronize()
 
     def _module(self, tensor: Any) -> Any:
         import torch
 
-        key = (str(tensor.device), str(tensor.dtype))
+        dtype = tensor.dtype if tensor.is_cuda else torch.float32  # half convolutions want a GPU
+        key = (str(tensor.device), str(dtype))
         if key not in self._modules:
-            dtype = tensor.dtype if tensor.is_cuda else torch.float32  # half convolutions want a GPU
             if self.model == "tiny":
                 self._modules[key] = self.tiny.torch_module(tensor.device, dtype)
             else:
@@ -116,30 +129,56 @@ class InferenceLike(ImageConsumer):
 
     def process(self, image: Any, header: Any, encoding: str, arrays: ArrayBackend) -> None:
         started = time.perf_counter()
+        logits: Any
         if self.has_torch:
             import torch
 
             if arrays.name == "numpy":  # a small host copy: torch takes no read-only numpy array
-                nchw = torch.from_numpy(image.transpose(2, 0, 1).copy())[None]
+                nchw = torch.from_numpy(np.array(image))
             else:
-                nchw = (image if arrays.name == "torch" else torch.from_dlpack(image)).permute(2, 0, 1)[None]
+                nchw = image if arrays.name == "torch" else torch.from_dlpack(image)
             module = self._module(nchw)
             with torch.no_grad():
-                label = int(module(nchw.to(next(module.parameters()).dtype)).argmax())
+                logits = module(nchw.to(next(module.parameters()).dtype)).float()
+            label = int(logits[0].argmax())
         else:
-            label = self.tiny.numpy(np.asarray(arrays.download(image)).transpose(2, 0, 1))
+            logits = self.tiny.numpy(np.asarray(arrays.download(image)))
+            label = int(logits[0].argmax())
         self._model_ms.append((time.perf_counter() - started) * 1e3)
+        self._logits_publisher(logits.shape, "cuda" if arrays.on_gpu else "host").publish_array(
+            logits, arrays.stream, header)
         self._classes.publish(UInt32(data=label))
         self.counts["out"] += 1
 
+    def _logits_publisher(self, shape: tuple[int, ...], memory: str) -> TensorPublisher:
+        """The ``logits`` publisher for this memory, with room for a batch of ``shape[0]`` (a new one if not)."""
+        publisher = self.logits
+        if publisher is not None and (publisher.pool.memory != memory or publisher.layout.shape[0] < shape[0]
+                                      or publisher.layout.shape[1:] != tuple(shape[1:])):
+            publisher.close()
+            publisher = None
+        if publisher is None:
+            capacity = (max(_BATCH_CAPACITY, int(shape[0])), *(int(n) for n in shape[1:]))
+            publisher = TensorPublisher(self, "logits", shape=capacity, dtype=np.float32, dim_names=("N", "class"),
+                                        memory=memory)  # type: ignore[arg-type]
+        self.logits = publisher
+        return publisher
+
     def probe_values(self, image: Any, probe: Probe, ys: Any, xs: Any, arrays: ArrayBackend) -> np.ndarray:
-        normalized = arrays.download(image[ys, xs]).astype(np.float64)
+        normalized = arrays.download(arrays.astype(image[ys, xs], np.float32)).astype(np.float64)
         return normalized * self._std + self._mean
 
     def extra_stats(self) -> dict[str, Any]:
         recent, self._model_ms = self._model_ms, []
-        return {**super().extra_stats(), "model": self.model, "torch": self.has_torch,
-                "model_ms_p50": round(float(np.median(recent)), 3) if recent else None}
+        output = "-" if self.logits is None else f"GpuTensor Nx{self.logits.layout.shape[1]} float32"
+        return {**super().extra_stats(), "model": self.model, "torch": self.has_torch, "input": self.input,
+                "output": output, "model_ms_p50": round(float(np.median(recent)), 3) if recent else None}
+
+    def destroy_node(self) -> None:
+        if getattr(self, "logits", None) is not None:  # None too for a node whose parameters were refused
+            self.logits.close()  # type: ignore[union-attr]
+            self.logits = None
+        super().destroy_node()
 
 
 def main(argv: list[str] | None = None) -> None:

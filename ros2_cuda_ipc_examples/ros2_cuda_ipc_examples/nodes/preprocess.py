@@ -1,14 +1,14 @@
-"""``Preprocess``: camera frames to the usual DNN input, a planar (NCHW) normalized float tensor.
+"""``Preprocess``: camera frames to the usual DNN input, an NCHW normalized tensor.
 
-    ros2 run ros2_cuda_ipc_examples preprocess --ros-args -p out_width:=224 -p out_height:=224 -p dtype:=float16
+    ros2 run ros2_cuda_ipc_examples preprocess --ros-args -p out_width:=224 -p out_height:=224 -p dtype:=bfloat16
 
 ``wait_for_subscribers:=N`` (default 0) subscribes to the camera only once N nodes read ``preprocessed``;
 ``block_count`` (4) and ``reuse_delay`` (0.01 s before a published block is reused) configure its pool.
 
-Nearest-neighbour resize, RGB order, ``(x / 255 - mean) / std`` per channel, written channel
-after channel into a block of its own pool (in the memory the frames came in) and republished
-as a ``GpuImage`` on ``preprocessed``: shape (rows, cols, 3) with planar strides, dtype float32
-(encoding ``32FC3``) or float16.
+Nearest-neighbour resize, RGB order, ``(x / 255 - mean) / std`` per channel, written into a block of its
+own ``TensorPublisher`` (in the memory the frames came in) and published as a ``GpuTensor`` on
+``preprocessed``: shape (1, 3, rows, cols), ``dim_names`` N, C, H, W, dtype float16 (default), bfloat16 or
+float32.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ros2_cuda_ipc_core import BlockManager
-from ros2_cuda_ipc_image import ImageLayout
-from ros2_cuda_ipc_msgs.msg import GpuImage
+from ros2_cuda_ipc_tensor import TensorPublisher
 from ros2_cuda_ipc_tools import run_component
 
 from .arrays import ArrayBackend
@@ -27,36 +25,28 @@ from .consumer import ImageConsumer
 from .pipeline_node import ParameterError
 from .scene import MIN_HEIGHT, MIN_WIDTH, rgb_index
 
-__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "Preprocess", "main", "planar_layout"]
+__all__ = ["DTYPES", "IMAGENET_MEAN", "IMAGENET_STD", "Preprocess", "main"]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
-DTYPES: dict[str, np.dtype] = {"float32": np.dtype(np.float32), "float16": np.dtype(np.float16)}
-
-
-def planar_layout(rows: int, cols: int, dtype: np.dtype) -> ImageLayout:
-    """(rows, cols, 3) stored channel after channel: the memory of a 1 x 3 x rows x cols NCHW tensor."""
-    item = dtype.itemsize
-    return ImageLayout((rows, cols, 3), (cols * item, item, rows * cols * item), dtype,
-                       "32FC3" if dtype == np.float32 else "")
+DTYPES = ("float16", "bfloat16", "float32")
 
 
 class Preprocess(ImageConsumer):
-    """Resizes and normalizes each frame into a planar tensor published on ``preprocessed``."""
+    """Resizes and normalizes each frame into an NCHW tensor published on ``preprocessed``."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("preprocess", **kwargs)
-        self.pool: BlockManager | None = None  # destroy_node may run on a node whose parameters were refused
+        self.tensors: TensorPublisher | None = None  # destroy_node may run on a node whose parameters were refused
         rows = self.parameter("out_height", 224)
         cols = self.parameter("out_width", 224)
-        dtype = self.parameter("dtype", "float32")
-        if rows < MIN_HEIGHT or cols < MIN_WIDTH or dtype not in DTYPES:
+        self.dtype = self.parameter("dtype", "float16")
+        if rows < MIN_HEIGHT or cols < MIN_WIDTH or self.dtype not in DTYPES:
             raise ParameterError(f"out_height ({rows}) must be at least {MIN_HEIGHT}, out_width ({cols}) at least "
-                                 f"{MIN_WIDTH}, dtype ({dtype!r}) one of {', '.join(DTYPES)}")
+                                 f"{MIN_WIDTH}, dtype ({self.dtype!r}) one of {', '.join(DTYPES)}")
         self.block_count, self.reuse_delay = self.pool_parameters()
-        self.layout = planar_layout(rows, cols, DTYPES[dtype])
+        self.shape = (1, 3, rows, cols)
         self.busy = 0
-        self._out = self.create_publisher(GpuImage, "preprocessed", 10)
         self._indices: dict[tuple[int, int, str], tuple[Any, Any, Any, Any]] = {}
         # Subscribe to the camera only once this many read our output (inference may still be loading its network).
         self.subscribe_when_read("preprocessed", self.parameter("wait_for_subscribers", 0), self.listen)
@@ -64,47 +54,45 @@ class Preprocess(ImageConsumer):
     def _constants(self, rows: int, cols: int, arrays: ArrayBackend) -> tuple[Any, Any, Any, Any]:
         key = (rows, cols, arrays.name)
         if key not in self._indices:
-            out_rows, out_cols, _ = self.layout.shape
+            out_rows, out_cols = self.shape[2:]
             self._indices[key] = (arrays.upload(np.arange(out_rows) * rows // out_rows),
                                   arrays.upload(np.arange(out_cols) * cols // out_cols),
                                   arrays.upload(np.array(IMAGENET_MEAN, dtype=np.float32) * 255),
                                   arrays.upload(np.array(IMAGENET_STD, dtype=np.float32) * 255))
         return self._indices[key]
 
-    def _pool(self, memory: str) -> BlockManager:
-        if self.pool is not None and self.pool.memory != memory:
-            self.pool.close()
-            self.pool = None
-        if self.pool is None:
-            self.pool = BlockManager(self.layout.byte_extent, block_count=self.block_count,
-                                     memory=memory, reuse_delay=self.reuse_delay)  # type: ignore[arg-type]
-        return self.pool
+    def _publisher(self, memory: str) -> TensorPublisher:
+        """The tensor publisher in the memory the frames come in (a new one if that changes)."""
+        if self.tensors is not None and self.tensors.pool.memory != memory:
+            self.tensors.close()
+            self.tensors = None
+        if self.tensors is None:
+            self.tensors = TensorPublisher(self, "preprocessed", shape=self.shape, dtype=self.dtype,
+                                           dim_names=("N", "C", "H", "W"), block_count=self.block_count,
+                                           memory=memory, reuse_delay=self.reuse_delay)  # type: ignore[arg-type]
+        return self.tensors
 
     def process(self, image: Any, header: Any, encoding: str, arrays: ArrayBackend) -> None:
         rows_index, cols_index, mean, std = self._constants(image.shape[0], image.shape[1], arrays)
-        block = self._pool("cuda" if arrays.on_gpu else "host").acquire_for_publish()
-        if block is None:
+        frame = self._publisher("cuda" if arrays.on_gpu else "host").borrow()
+        if frame is None:
             self.busy += 1  # inference still holds every block: this frame is not passed on
             return
-        with block:
+        with frame:
             small = image[rows_index][:, cols_index][:, :, list(rgb_index(encoding))]
-            tensor = (arrays.astype(small, np.float32) - mean) / std
-            out = block.view(self.layout.shape, self.layout.dtype, self.layout.strides)
-            target = out if not arrays.on_gpu else arrays.xp.from_dlpack(out)
-            target[...] = arrays.astype(tensor, self.layout.dtype)
-            msg = GpuImage(header=header)
-            self.layout.fill_message(msg)
-            msg.core = block.prepare_publish(arrays.stream, self.layout.byte_extent)
-        self._out.publish(msg)
+            normalized = (arrays.astype(small, np.float32) - mean) / std
+            arrays.tensor(frame)[...] = arrays.to_element(arrays.channels_first(normalized), self.dtype)
+            frame.publish(arrays.stream, header)
         self.counts["out"] += 1
 
     def extra_stats(self) -> dict[str, Any]:
-        return {**super().extra_stats(), "acquire_misses": self.busy}
+        return {**super().extra_stats(), "acquire_misses": self.busy,
+                "output": f"GpuTensor {'x'.join(map(str, self.shape))} {self.dtype}"}
 
     def destroy_node(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
-            self.pool = None
+        if self.tensors is not None:
+            self.tensors.close()
+            self.tensors = None
         super().destroy_node()
 
 

@@ -35,6 +35,7 @@ class PipelineOptions:
     out_dir: Path = Path("pipeline-output")
     block_count: int = 4  # blocks of each publisher's pool
     reuse_delay: float = DEFAULT_REUSE_DELAY  # seconds before a published block is reused
+    tensor_dtype: str = "float16"  # of the NCHW tensor Preprocess sends InferenceLike: float16, bfloat16, float32
 
     @property
     def pool_parameters(self) -> dict[str, object]:
@@ -65,11 +66,15 @@ def _camera(options: PipelineOptions, subscribers: int, **extra: object) -> Comp
 
 
 def fanout(options: PipelineOptions) -> Pipeline:
-    """camera -> preprocess -> inference; camera -> encoder; camera -> preview (writes preview.png)."""
+    """camera -> preprocess -> inference; camera -> encoder; camera -> preview (writes preview.png).
+
+    Preprocess sends InferenceLike a ``GpuTensor`` (1, 3, 224, 224) of ``options.tensor_dtype``; InferenceLike
+    publishes its logits as one too."""
     ns = options.namespace
     return Pipeline("fanout", [
         _camera(options, 3),
-        ComponentSpec(f"{_EXAMPLES}Preprocess", "preprocess", ns, {**options.pool_parameters, "wait_for_subscribers": 1}),
+        ComponentSpec(f"{_EXAMPLES}Preprocess", "preprocess", ns,
+                      {**options.pool_parameters, "wait_for_subscribers": 1, "dtype": options.tensor_dtype}),
         ComponentSpec(f"{_EXAMPLES}InferenceLike", "inference", ns),
         ComponentSpec(f"{_EXAMPLES}EncoderLike", "encoder", ns),
         ComponentSpec(f"{_EXAMPLES}Preview", "preview", ns, {"snapshot_path": str(options.out_dir.resolve() / "preview.png")}),

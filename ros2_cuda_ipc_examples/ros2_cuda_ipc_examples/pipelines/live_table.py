@@ -2,7 +2,8 @@
 
 Per node: frames in and out per second (between its last two reports), latency from the
 camera's stamp p50 / p99 over its last period, frames checked and bad, stale drops, frames
-lost on the way, leases held now, and reads served from a pool of the same process.
+lost on the way, leases held now, reads served from a pool of the same process, and what the node
+sends when it says (``GpuTensor 1x3x224x224 float16``, say).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 __all__ = ["StatsTable"]
 
 _COLUMNS = (("node", 12), ("in/s", 7), ("out/s", 7), ("p50 ms", 8), ("p99 ms", 8), ("checked", 8), ("bad", 5),
-            ("stale", 6), ("lost", 5), ("leases", 7), ("same-proc", 10))
+            ("stale", 6), ("lost", 5), ("leases", 7), ("same-proc", 10), ("  sends", 32))
 
 
 class StatsTable:
@@ -51,18 +52,20 @@ class StatsTable:
                          _number(latency["p50"]), _number(latency["p99"]),
                          *("-" if is_source else str(report[key]) for key in ("checked", "bad", "stale", "lost")),
                          str(report.get("leases_held", "-")),
-                         "-" if is_source else str(report.get("same_process_reads", "-"))])
+                         "-" if is_source else str(report.get("same_process_reads", "-")),
+                         "  " + str(report.get("output", "-"))])
         return rows
 
     def render(self) -> str:
-        header = "".join(title.rjust(width) if i else title.ljust(width) for i, (title, width) in enumerate(_COLUMNS))
+        header = "".join(title.ljust(width) if i in (0, len(_COLUMNS) - 1) else title.rjust(width)
+                         for i, (title, width) in enumerate(_COLUMNS)).rstrip()
         lines = [header]
         for row in self.rows():
             if len(row) == 2:
                 lines.append(row[0].ljust(_COLUMNS[0][1]) + row[1])
             else:
-                lines.append("".join(cell.rjust(width) if i else cell.ljust(width)
-                                     for i, (cell, (_, width)) in enumerate(zip(row, _COLUMNS, strict=True))))
+                lines.append("".join(cell.ljust(width) if i in (0, len(row) - 1) else cell.rjust(width)
+                                     for i, (cell, (_, width)) in enumerate(zip(row, _COLUMNS, strict=True))).rstrip())
         return "\n".join(lines)
 
 

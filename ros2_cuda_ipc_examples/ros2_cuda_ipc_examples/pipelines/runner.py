@@ -102,6 +102,8 @@ def add_run_arguments(parser: argparse.ArgumentParser,
     parser.add_argument("--reuse-delay", type=reuse_delay_seconds, default=DEFAULT_REUSE_DELAY, metavar="SECONDS",
                         help="a published block is reused only this long after: a pool of N blocks publishes at "
                              "most N / SECONDS frames a second (default: %(default)s)")
+    parser.add_argument("--tensor-dtype", choices=["float16", "bfloat16", "float32"], default="float16",
+                        help="fanout: the type of the NCHW tensor preprocessing sends inference (default: %(default)s)")
 
 
 def options_from(parser: argparse.ArgumentParser, args: argparse.Namespace,
@@ -122,7 +124,7 @@ def options_from(parser: argparse.ArgumentParser, args: argparse.Namespace,
     if args.blocks < 2:
         parser.error(f"argument --blocks: a pool needs at least 2 blocks, not {args.blocks}")
     return PipelineOptions(size[0], size[1], fps, memory, args.frames or 0, args.seconds or 0.0,
-                           namespace, args.out, args.blocks, args.reuse_delay), why
+                           namespace, args.out, args.blocks, args.reuse_delay, args.tensor_dtype), why
 
 
 @dataclass
