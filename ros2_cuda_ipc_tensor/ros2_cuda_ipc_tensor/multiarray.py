@@ -30,6 +30,8 @@ from std_msgs.msg import (
 from ros2_cuda_ipc_core import InvalidDescriptorError
 from ros2_cuda_ipc_msgs.msg import GpuTensor
 
+from .layout import MAX_RANK
+
 if TYPE_CHECKING:
     from .publisher import TensorPublisher
     from .view import TensorView
@@ -43,8 +45,6 @@ _MESSAGES: dict[np.dtype, tuple[type, str]] = {
     np.dtype(np.float32): (Float32MultiArray, "f"), np.dtype(np.float64): (Float64MultiArray, "d"),
 }
 _DTYPES = {message: dtype for dtype, (message, _) in _MESSAGES.items()}
-#: What a MultiArray may describe: far beyond any real tensor, far below an absurd allocation.
-MAX_RANK = 16
 
 
 def multiarray_type(view: TensorView) -> type:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
+from ack_flow import publish_acknowledged
 
 from ros2_cuda_ipc_core import DLPackDType
 
@@ -34,3 +38,13 @@ def case(seq: int) -> tuple[str, int, bool]:
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and np.array_equal(np.ascontiguousarray(a).view(np.uint8),
                                                   np.ascontiguousarray(b).view(np.uint8))
+
+
+def publish_through_all(node: Any, topic: str, publishers: list[Any], count: int, publish: Callable[[int], None]) -> int:
+    """``publish(seq)`` for ``count`` messages, acknowledged one at a time, once every publisher of ``topic`` has
+    matched the subscriber; then close them and return how many they published."""
+    publish_acknowledged(node, topic, count, 1, publish, lambda: min(p.subscription_count for p in publishers))
+    published = sum(p.pool.stats()["published"] for p in publishers)
+    for publisher in publishers:
+        publisher.close()
+    return published

@@ -1,9 +1,9 @@
 """Real processes for test_tensor_cuda.py: torch bfloat16 and float8 tensors in CUDA blocks, and a reader that
 checks every one is the mapping itself (zero copy), bit for bit, and that clone=True is a copy."""
 
-from ack_flow import publish_acknowledged, receive_acknowledged
+from ack_flow import receive_acknowledged
 from peers import peer_node, play
-from tensor_cases import bits
+from tensor_cases import bits, publish_through_all
 
 from ros2_cuda_ipc_msgs.msg import GpuTensor
 from ros2_cuda_ipc_tensor import TensorPublisher, TensorReader
@@ -35,11 +35,7 @@ def publisher(count: str) -> dict:
                 from_output_tensor_msg(frame).copy_(storage.cuda().view(getattr(torch, name)))
                 frame.publish(torch.cuda.current_stream())
 
-        publish_acknowledged(node, TOPIC, int(count), 1, publish, lambda: min(p.subscription_count for p in pubs.values()))
-        published = sum(p.pool.stats()["published"] for p in pubs.values())
-        for pub in pubs.values():
-            pub.close()
-        return {"published": published}
+        return {"published": publish_through_all(node, TOPIC, list(pubs.values()), int(count), publish)}
 
 
 def subscriber(count: str) -> dict:

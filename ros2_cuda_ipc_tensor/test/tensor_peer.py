@@ -2,9 +2,9 @@
 strides) on one topic, and a TensorReader that checks every message bit for bit, over DDS."""
 
 import numpy as np
-from ack_flow import publish_acknowledged, receive_acknowledged
+from ack_flow import receive_acknowledged
 from peers import peer_node, play
-from tensor_cases import CAPACITY, DIM_NAMES, DTYPES, TRANSPOSED, bits, case, same_bits
+from tensor_cases import CAPACITY, DIM_NAMES, DTYPES, TRANSPOSED, bits, case, publish_through_all, same_bits
 
 from ros2_cuda_ipc_msgs.msg import GpuTensor
 from ros2_cuda_ipc_tensor import TensorPublisher, TensorReader
@@ -30,11 +30,7 @@ def publisher(count: str) -> dict:
                 frame.array[...] = expected
                 frame.publish()
 
-        publish_acknowledged(node, TOPIC, int(count), 1, publish, lambda: min(p.subscription_count for p in pubs.values()))
-        published = sum(p.pool.stats()["published"] for p in pubs.values())
-        for pub in pubs.values():
-            pub.close()
-        return {"published": published}
+        return {"published": publish_through_all(node, TOPIC, list(pubs.values()), int(count), publish)}
 
 
 def subscriber(count: str) -> dict:
