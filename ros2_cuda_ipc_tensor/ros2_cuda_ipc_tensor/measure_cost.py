@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import statistics
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ros2_cuda_ipc_core import run_tool
-from ros2_cuda_ipc_core.measure_cost import percentile
+from ros2_cuda_ipc_core import cuda_device_count, run_tool
 
 PHASES = ("read", "__dlpack__", "release")
 WARMUP_FRAMES = 10
@@ -50,14 +50,15 @@ def _serve(memory: str, conn: Connection) -> None:
     rclpy.shutdown()
 
 
-def _consumer_stream(memory: str) -> int:
+def _consumer_stream(memory: str) -> Any:
+    """A stream of this process's own for CUDA (kept alive by the caller: it is destroyed with the object)."""
     if memory != "cuda":
-        return 0
+        return None
     from cuda.core import Device
 
     device = Device(0)
     device.set_current()
-    return int(device.create_stream().handle)
+    return device.create_stream()
 
 
 def measure(memory: str, rate: float, count: int) -> dict[str, dict[str, list[float]]]:
@@ -74,7 +75,9 @@ def measure(memory: str, rate: float, count: int) -> dict[str, dict[str, list[fl
     ours, theirs = context.Pipe()
     child = context.Process(target=_serve, args=(memory, theirs))
     child.start()
-    stream = _consumer_stream(memory)
+    theirs.close()  # the child's end: a child that dies is then an EOFError here, not a wait for ever
+    consumer = _consumer_stream(memory)
+    stream = 0 if consumer is None else int(consumer.handle)
     shared = Reader()
     kinds: dict[str, tuple[bytes, type, Callable[[Any, int], Any]]] = {
         "tensor": (b"tensor", GpuTensor, TensorReader(shared).read),
@@ -101,8 +104,11 @@ def measure(memory: str, rate: float, count: int) -> dict[str, dict[str, list[fl
                 if frame >= WARMUP_FRAMES:
                     for phase, start, end in zip(PHASES, (t0, t1, t2), (t1, t2, t3), strict=True):
                         samples[kind][phase].append((end - start) / 1e3)
+    except EOFError:
+        raise SystemExit("the publishing process ended early (its error is above)") from None
     finally:
-        ours.send_bytes(b"stop")
+        if child.is_alive():
+            ours.send_bytes(b"stop")
         child.join()
     return samples
 
@@ -115,13 +121,16 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.rate <= 0 or args.count < 5:
         parser.error("--rate must be > 0 and --count at least 5")
+    if args.memory == "cuda" and cuda_device_count() == 0:
+        parser.error("--memory cuda: no usable CUDA device here")
     print(f"{args.memory} memory, {args.count} tensors (1x3x1080x1920 float16) and images (1920x1080 rgba16) at "
           f"{args.rate:g} Hz each, cross-process; us", flush=True)
     print(f"{'':8} {'phase':12} {'p50':>8} {'p90':>8} {'p99':>8}")
     for kind, phases in measure(args.memory, args.rate, args.count).items():
         phases["total"] = [sum(parts) for parts in zip(*phases.values(), strict=True)]
         for phase, values in phases.items():
-            print(f"{kind:8} {phase:12} " + " ".join(f"{percentile(values, q):8.1f}" for q in (50, 90, 99)), flush=True)
+            cuts = statistics.quantiles(values, n=100, method="inclusive")
+            print(f"{kind:8} {phase:12} " + " ".join(f"{cuts[q - 1]:8.1f}" for q in (50, 90, 99)), flush=True)
 
 
 if __name__ == "__main__":
