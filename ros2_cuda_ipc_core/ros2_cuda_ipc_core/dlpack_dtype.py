@@ -67,7 +67,8 @@ class DLPackDType:
     @property
     def storage(self) -> np.dtype:
         """The numpy dtype a block views these elements as: :attr:`numpy`, or the unsigned integer holding their bits."""
-        return self.numpy or np.dtype(f"uint{self.bits}")
+        numpy = self.numpy
+        return numpy if numpy is not None else np.dtype(f"uint{self.bits}")
 
     @property
     def numpy_refusal(self) -> str:

@@ -47,7 +47,8 @@ def strided_source(array: Any) -> StridedSource:
     if element is not None:
         export = read_export(array)
         on_device = export.device[0] != _KDL_CPU
-        layout = StridedLayout(export.shape, export.byte_strides, export.dtype.storage, element=export.dtype)
+        numpyless = export.dtype if export.dtype.numpy is None else None  # the capsule's word over the attribute's
+        layout = StridedLayout(export.shape, export.byte_strides, export.dtype.storage, element=numpyless)
         return StridedSource(export.address, layout, on_device, export.device[1] if on_device else None,
                              export.readonly, (array, export))
     interface = getattr(array, "__cuda_array_interface__", None)
