@@ -3,7 +3,8 @@
 The typed packages use them for their single upload (``publish_array``, the sensor_msgs bridges),
 their single download, and to copy one strided array (a point-cloud field, say) into a dense one.
 CUDA copies are ``cuMemcpy2DAsync`` (``cuMemcpyAsync`` for one dense span) with unified addressing,
-ordered on the caller's stream, and wait for it, since either side may be the caller's host memory.
+ordered on the caller's stream, and wait for it, since either side may be the caller's host memory
+(``wait=False`` leaves that to the caller, for a download into pinned memory that it waits for later).
 Host copies are numpy strided assignments.
 """
 
@@ -20,20 +21,25 @@ from .streams import StreamLike, stream_handle
 
 
 def copy_rows(dst: int, dst_pitch: int, src: int, src_pitch: int, row_bytes: int, rows: int,
-              cuda_device: int | None = None, stream: StreamLike = None) -> None:
-    """Copy ``rows`` rows of ``row_bytes`` bytes; ``cuda_device`` None means both sides are host memory."""
+              cuda_device: int | None = None, stream: StreamLike = None, *, wait: bool = True) -> None:
+    """Copy ``rows`` rows of ``row_bytes`` bytes; ``cuda_device`` None means both sides are host memory.
+
+    ``wait=False``: a CUDA copy is only enqueued on ``stream`` (both sides must stay valid until it is done).
+    """
     if row_bytes > min(dst_pitch, src_pitch) and rows > 1:
         raise ValueError(f"rows of {row_bytes} bytes do not fit pitches {dst_pitch} / {src_pitch}")
-    copy_strided(dst, (dst_pitch,), src, (src_pitch,), (rows,), row_bytes, cuda_device, stream)
+    copy_strided(dst, (dst_pitch,), src, (src_pitch,), (rows,), row_bytes, cuda_device, stream, wait=wait)
 
 
 def copy_strided(dst: int, dst_strides: Sequence[int], src: int, src_strides: Sequence[int], shape: Sequence[int],
-                 element_bytes: int, cuda_device: int | None = None, stream: StreamLike = None) -> None:
+                 element_bytes: int, cuda_device: int | None = None, stream: StreamLike = None, *,
+                 wait: bool = True) -> None:
     """Copy a ``shape`` grid of ``element_bytes``-byte elements, byte-strided on both sides.
 
     Axes dense on both sides are merged first, so a row-packed image or one field of an unpadded point
     cloud (one element per point, ``point_step`` apart) is a single 2D copy; other outer axes loop.
-    ``cuda_device`` None means both sides are host memory.  Strides must be non-negative.
+    ``cuda_device`` None means both sides are host memory.  Strides must be non-negative.  ``wait=False``
+    enqueues a CUDA copy on ``stream`` without waiting for it.
     """
     if not len(dst_strides) == len(src_strides) == len(shape):
         raise ValueError(f"shape {tuple(shape)} and strides {tuple(dst_strides)} / {tuple(src_strides)} differ in length")
@@ -47,7 +53,7 @@ def copy_strided(dst: int, dst_strides: Sequence[int], src: int, src_strides: Se
     if cuda_device is None:
         _copy_host(dst, src, axes, element_bytes)
     else:
-        _copy_cuda(dst, src, axes, element_bytes, cuda_device, stream)
+        _copy_cuda(dst, src, axes, element_bytes, cuda_device, stream, wait)
 
 
 def _merge_axes(shape: Sequence[int], dst_strides: Sequence[int], src_strides: Sequence[int],
@@ -82,7 +88,7 @@ def _copy_host(dst: int, src: int, axes: list[tuple[int, int, int]], element_byt
 
 
 def _copy_cuda(dst: int, src: int, axes: list[tuple[int, int, int]], element_bytes: int, cuda_device: int,
-               stream: StreamLike) -> None:
+               stream: StreamLike, wait: bool) -> None:
     from cuda.bindings import driver as cu
 
     from .cuda_context import on_device
@@ -91,7 +97,8 @@ def _copy_cuda(dst: int, src: int, axes: list[tuple[int, int, int]], element_byt
     if not axes:  # one dense span: a plain copy, free of the 2D copy's pitch limit
         with on_device(cuda_device):
             driver_call(cu.cuMemcpyAsync, dst, src, element_bytes, handle)
-            driver_call(cu.cuStreamSynchronize, handle)
+            if wait:
+                driver_call(cu.cuStreamSynchronize, handle)
         return
     rows, dst_pitch, src_pitch = axes[-1]
     copy = cu.CUDA_MEMCPY2D()
@@ -103,4 +110,5 @@ def _copy_cuda(dst: int, src: int, axes: list[tuple[int, int, int]], element_byt
             copy.dstDevice = dst + sum(i * d for i, (_, d, _) in zip(index, axes, strict=False))
             copy.srcDevice = src + sum(i * s for i, (_, _, s) in zip(index, axes, strict=False))
             driver_call(cu.cuMemcpy2DAsync, copy, handle)
-        driver_call(cu.cuStreamSynchronize, handle)
+        if wait:
+            driver_call(cu.cuStreamSynchronize, handle)

@@ -1,0 +1,132 @@
+"""``bag_record -o BAG TOPIC...``: record GPU topics (and any other) into an ordinary rosbag2 bag.
+
+``GpuImage`` topics become ``sensor_msgs/Image`` (``CompressedImage`` with ``--compressed``), ``GpuPointCloud2``
+topics ``sensor_msgs/PointCloud2``, every other topic is stored as it came; header stamps are kept and the
+receive time is each message's bag time.  Ctrl-C or SIGTERM closes the bag (metadata written) and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ros2_cuda_ipc_core import run_tool
+
+from .bag_errors import BagError
+from .recordings import JpegEncoder
+from .split_writer import STORAGES, SplitBagWriter
+
+__all__ = ["main", "parse_args"]
+
+
+def _positive(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not value >= 0 or value != value or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"{text} must be a finite number, 0 or more")
+        return value
+    return parse
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bag_record", description=__doc__.split("\n\n")[0])
+    parser.add_argument("topics", nargs="+", metavar="TOPIC", help="topics to record (waited for until they appear)")
+    parser.add_argument("-o", "--output", required=True, metavar="BAG", help="the bag directory to create")
+    parser.add_argument("-s", "--storage", choices=sorted(STORAGES), default="mcap", help="storage (default mcap)")
+    parser.add_argument("--compressed", action="store_true",
+                        help="GpuImage topics as JPEG sensor_msgs/CompressedImage (the fallback twins' encoder)")
+    parser.add_argument("--jpeg-quality", type=int, default=90, choices=range(1, 101), metavar="1..100")
+    parser.add_argument("-b", "--max-bag-size", type=_positive(int), default=0, metavar="BYTES",
+                        help="start a new file past this many bytes (0: never)")
+    parser.add_argument("-d", "--max-duration", type=_positive(float), default=0.0, metavar="SECONDS",
+                        help="start a new file after this many seconds of bag time (0: never)")
+    parser.add_argument("--ring", type=int, default=8, metavar="N",
+                        help="host buffers per GPU topic: frames in flight before drops (default 8)")
+    parser.add_argument("--device", type=int, default=0, help="CUDA device of the side stream (default 0)")
+    parser.add_argument("--quiet", action="store_true", help="no live status line")
+    args = parser.parse_args(argv)
+    if args.ring < 1:
+        parser.error(f"--ring {args.ring}: at least 1")
+    return args
+
+
+def jpeg_encoder() -> JpegEncoder:
+    """The JPEG encoder of the compressed CPU twins, by its public name in core."""
+    import ros2_cuda_ipc_core
+
+    encode = getattr(ros2_cuda_ipc_core, "encode_jpeg", None)
+    if encode is None:
+        raise BagError("--compressed needs the JPEG encoder of the compressed twins (ros2_cuda_ipc_core.encode_jpeg), "
+                       "which this installation lacks")
+    return encode  # type: ignore[no-any-return]
+
+
+def _status_printer() -> Any:
+    tty = sys.stderr.isatty()
+
+    def show(line: str) -> None:
+        sys.stderr.write(("\r\033[K" + line) if tty else line + "\n")
+        sys.stderr.flush()
+    return show
+
+
+def record(args: argparse.Namespace) -> int:
+    import rclpy
+    from rclpy.signals import SignalHandlerOptions
+
+    from .recorder import BagRecorder
+
+    encoder = jpeg_encoder() if args.compressed else None
+    sink = SplitBagWriter(args.output, args.storage, args.max_bag_size, args.max_duration)
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)  # our handlers: the bag is closed before rclpy goes
+    recorder: BagRecorder | None = None
+    try:
+        recorder = BagRecorder(sink, args.topics, ring_size=args.ring, device=args.device, compressed=encoder,
+                               quality=args.jpeg_quality, print_status=None if args.quiet else _status_printer())
+        while recorder.error is None:
+            rclpy.spin_once(recorder, timeout_sec=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the bag's close short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if recorder is not None:
+            recorder.close()
+            recorder.destroy_node()
+        else:
+            sink.close()
+        rclpy.try_shutdown()
+    if recorder is None:
+        return 0
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")
+    print(recorder.status.table())
+    print(f"bag_record: {args.output}: {sum(c.written for c in recorder.status.topics.values())} messages in "
+          f"{sink.files} file{'s' if sink.files != 1 else ''}, "
+          f"{sum(c.dropped for c in recorder.status.topics.values())} dropped", flush=True)
+    if recorder.error is not None:
+        print(f"bag_record: writing stopped: {recorder.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+
+    def run() -> int:
+        try:
+            return record(args)
+        except BagError as exc:
+            print(f"bag_record: {exc}", file=sys.stderr)
+            return 2
+    return run_tool(run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""``BagRecorder``: the node of ``bag_record``; finds each topic's type in the graph and subscribes as it appears.
+
+``GpuImage`` and ``GpuPointCloud2`` topics are leased, downloaded into the host ring on a side stream (after
+each frame's ready event: the typed reader enqueues that wait on the stream it is given) and the lease
+dropped at once (for CUDA it ends when the copy does); every other topic is subscribed raw, its bytes kept
+as they came.  Nothing in a callback waits on the disk: see :class:`WriterThread`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from ros2_cuda_ipc_core import Reader, Ros2CudaIpcError
+from ros2_cuda_ipc_image import ImageReader
+from ros2_cuda_ipc_msgs.msg import BufferCore
+from ros2_cuda_ipc_pointcloud import PointCloudReader
+
+from .host_ring import HostRing
+from .message_types import MessageTypes, rclpy_class
+from .recordings import CloudRecording, CompressedImageRecording, GpuRecording, ImageRecording, JpegEncoder
+from .split_writer import SplitBagWriter
+from .topic_counts import RecordStatus, TopicCounts
+from .writer_thread import QueuedMessage, WriterThread
+
+__all__ = ["BagRecorder"]
+
+_GPU_IMAGE = "ros2_cuda_ipc_msgs/msg/GpuImage"
+_GPU_CLOUD = "ros2_cuda_ipc_msgs/msg/GpuPointCloud2"
+
+
+class BagRecorder(Node):
+    """Records ``topics`` into ``sink`` until closed.  ``ring_size`` host buffers per GPU topic bound the frames
+    in flight; ``memory`` is where the frames are expected ('cuda' makes the buffers pinned and a side stream)."""
+
+    def __init__(self, sink: SplitBagWriter, topics: Sequence[str], *, ring_size: int = 8, device: int = 0,
+                 compressed: JpegEncoder | None = None, quality: int = 90, status_period: float = 1.0,
+                 print_status: Any = None) -> None:
+        super().__init__("bag_record")
+        self.sink = sink
+        self.status = RecordStatus()
+        self.wanted = list(dict.fromkeys(topics))
+        self.types = MessageTypes()
+        self.ring_size = ring_size
+        self.device = device
+        self._compressed = compressed
+        self._quality = quality
+        self._reader = Reader()
+        self._rings: list[HostRing] = []
+        self._side: dict[int, Any] = {}  # device -> cuda.core side stream
+        self._writer = WriterThread(sink, capacity=ring_size * max(len(self.wanted), 1) + 64)
+        self._writer.start()
+        self._print = print_status
+        self._recorded: dict[str, Any] = {}
+        self._discover()
+        self.create_timer(0.5, self._discover)
+        if print_status is not None:
+            self.create_timer(status_period, self._print_status)
+
+    @property
+    def error(self) -> BaseException | None:
+        """The disk error that stopped the recording, if any."""
+        return self._writer.error
+
+    @property
+    def waiting(self) -> list[str]:
+        return [t for t in self.wanted if t not in self._recorded]
+
+    def _print_status(self) -> None:
+        self._print(self.status.line(self._writer.queued, self._writer.capacity, self.sink.bytes_written,
+                                     self.sink.files, self.waiting))
+
+    def _discover(self) -> None:
+        if not self.waiting:
+            return
+        graph = dict(self.get_topic_names_and_types())
+        for topic in self.waiting:
+            if graph.get(topic):
+                self._subscribe(topic, graph[topic][0])
+
+    def _qos(self, topic: str) -> QoSProfile:
+        """Reliable unless a publisher is best effort (a reliable subscription would not match it)."""
+        best_effort = any(info.qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT
+                          for info in self.get_publishers_info_by_topic(topic))
+        return QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT if best_effort
+                          else ReliabilityPolicy.RELIABLE)
+
+    def _subscribe(self, topic: str, msgtype: str) -> None:
+        recording = self._recording(msgtype)
+        bag_type = recording.msgtype if recording is not None else msgtype
+        try:
+            self.types.ensure(bag_type)
+            msgdef, _ = self.types.store.generate_msgdef(bag_type, ros_version=2)
+            rihs01 = self.types.store.hash_rihs01(bag_type)
+            message_class = rclpy_class(msgtype)
+        except Exception as exc:  # BagError, or rosbags refusing a definition: say so once, record the rest
+            self.get_logger().error(f"{topic} ({msgtype}) is not recorded: {exc}")
+            self._recorded[topic] = None
+            return
+        self.sink.add_topic(topic, bag_type, msgdef, rihs01)
+        counts = self.status.topics[topic] = TopicCounts(bag_type)
+        qos = self._qos(topic)
+        if recording is None:
+            def on_raw(data: bytes) -> None:
+                message = QueuedMessage(topic, self.get_clock().now().nanoseconds, counts, raw=data)
+                if not self._writer.offer(message):
+                    counts.add("dropped")
+
+            self._recorded[topic] = self.create_subscription(message_class, topic, on_raw, qos, raw=True)
+        else:
+            ring = HostRing(self.ring_size, pinned=False)
+            self._rings.append(ring)
+            self._recorded[topic] = self.create_subscription(
+                message_class, topic, lambda msg: self._on_frame(topic, msg, recording, ring, counts), qos)
+        self.get_logger().info(f"recording {topic} ({msgtype}) as {bag_type}")
+
+    def _recording(self, msgtype: str) -> GpuRecording | None:
+        if msgtype == _GPU_IMAGE:
+            reader = ImageReader(self._reader)
+            if self._compressed is not None:
+                return CompressedImageRecording(self.types, reader, self._compressed, self._quality)
+            return ImageRecording(self.types, reader)
+        if msgtype == _GPU_CLOUD:
+            return CloudRecording(self.types, PointCloudReader(self._reader))
+        return None
+
+    def _side_stream(self, device: int) -> Any:
+        """The non-blocking side stream downloads of ``device``'s frames run on (made at its first frame)."""
+        if device not in self._side:
+            from cuda.core import Device
+
+            cuda = Device(device)
+            cuda.set_current()
+            self._side[device] = cuda.create_stream()
+        return self._side[device]
+
+    def _on_frame(self, topic: str, msg: Any, recording: GpuRecording, ring: HostRing, counts: TopicCounts) -> None:
+        received = self.get_clock().now().nanoseconds
+        try:
+            stream = self._side_stream(int(msg.core.device_id)) if msg.core.memory == BufferCore.MEMORY_CUDA else None
+            handle = int(stream.handle) if stream is not None else 0
+            view = recording.reader.read(msg, handle)
+        except Ros2CudaIpcError as exc:
+            counts.add("failed")
+            self.get_logger().warning(f"{topic}: frame not recorded: {exc}", throttle_duration_sec=5.0)
+            return
+        try:
+            ring.pinned = ring.pinned or view.memory == "cuda"  # buffers made from now on are page-locked
+            buffer = ring.take(recording.size(view))
+            if buffer is None:
+                counts.add("dropped")
+                return
+            try:
+                frame = recording.download(view, buffer.address, handle)
+            except (Ros2CudaIpcError, ValueError) as exc:
+                ring.give(buffer)
+                counts.add("failed")
+                self.get_logger().warning(f"{topic}: frame not recorded: {exc}", throttle_duration_sec=5.0)
+                return
+            done = stream.record() if stream is not None else None
+        finally:
+            view.close()  # for CUDA the lease ends when the side stream has done the copy
+        message = QueuedMessage(topic, received, counts, recording=recording, frame=frame, buffer=buffer, ring=ring,
+                                done=done)
+        if not self._writer.offer(message):
+            message.release()
+            counts.add("dropped")
+
+    def close(self) -> None:
+        """Stop taking frames, write what is queued, close the bag."""
+        for subscription in self._recorded.values():
+            if subscription is not None:
+                self.destroy_subscription(subscription)
+        self._recorded = {t: None for t in self._recorded}
+        self._writer.close()
+        for ring in self._rings:
+            ring.close()
+        for stream in self._side.values():
+            stream.close()
+        self._reader.close()

@@ -1,0 +1,113 @@
+"""``WriterThread``: serialization and disk writes off the subscription callbacks, behind a bounded queue.
+
+Callbacks only :meth:`offer` what they received (a downloaded frame still in flight on the side stream,
+or a message's bytes) and never wait: a full queue refuses, and the caller counts the frame dropped.
+The thread waits for each frame's copy (its event), serializes it, gives its host buffer back to the
+ring and appends it to the bag.  A disk error stops the recording; the bag keeps what was written.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ros2_cuda_ipc_core import Ros2CudaIpcError
+
+from .host_ring import HostBuffer, HostRing
+from .recordings import GpuRecording, PendingFrame
+from .split_writer import SplitBagWriter
+from .topic_counts import TopicCounts
+
+log = logging.getLogger("bag_record")
+
+__all__ = ["QueuedMessage", "WriterThread"]
+
+
+@dataclass
+class QueuedMessage:
+    """One message for the bag: ``raw`` CDR bytes, or a GPU ``frame`` being downloaded into ``buffer``."""
+
+    topic: str
+    timestamp: int
+    counts: TopicCounts
+    raw: bytes | None = None
+    recording: GpuRecording | None = None
+    frame: PendingFrame | None = None
+    buffer: HostBuffer | None = None
+    ring: HostRing | None = None
+    done: Any = None  #: the cuda.core Event recorded after the copy (None: the copy was done when queued)
+
+    def release(self) -> None:
+        if self.buffer is not None and self.ring is not None:
+            self.ring.give(self.buffer)
+            self.buffer = None
+
+
+class WriterThread:
+    """Owns ``sink`` from :meth:`start` to :meth:`close`; ``error`` is set (and writing stops) on a disk error."""
+
+    def __init__(self, sink: SplitBagWriter, capacity: int) -> None:
+        self.sink = sink
+        self.capacity = capacity
+        self.error: BaseException | None = None
+        self._queue: queue.Queue[QueuedMessage | None] = queue.Queue(maxsize=capacity)
+        self._thread = threading.Thread(target=self._run, name="bag writer", daemon=True)
+
+    @property
+    def queued(self) -> int:
+        return self._queue.qsize()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def offer(self, message: QueuedMessage) -> bool:
+        """Queue ``message``; False (nothing queued) when the queue is full or writing has stopped."""
+        if self.error is not None:
+            return False
+        try:
+            self._queue.put_nowait(message)
+        except queue.Full:
+            return False
+        return True
+
+    def _run(self) -> None:
+        while (message := self._queue.get()) is not None:
+            if self.error is None:
+                self._write(message)
+            else:
+                message.release()
+
+    def _write(self, message: QueuedMessage) -> None:
+        try:
+            data: bytes | memoryview
+            if message.raw is not None:
+                data = message.raw
+            else:
+                assert message.recording is not None and message.frame is not None and message.buffer is not None
+                if message.done is not None:
+                    message.done.sync()
+                    message.done.close()
+                data = message.recording.serialize(message.frame, message.buffer.bytes(message.frame.length))
+        except (Ros2CudaIpcError, ValueError, TypeError) as exc:
+            message.counts.add("failed")
+            log.warning("%s: a frame could not be converted: %s", message.topic, exc)
+            return
+        finally:
+            message.release()
+        try:
+            self.sink.write(message.topic, message.timestamp, data)
+        except Exception as exc:  # the disk (full, gone) or the storage library: stop writing, keep the bag
+            self.error = exc
+            return
+        message.counts.add("written")
+        message.counts.add("bytes", len(data))
+
+    def close(self) -> None:
+        """Write what is queued, stop the thread, close the bag (its metadata written)."""
+        self._queue.put(None)
+        if self._thread.is_alive():
+            self._thread.join()
+        self.sink.close()
