@@ -9,6 +9,7 @@ import time
 import numpy as np
 from peers import peer_node, play
 
+from ros2_cuda_ipc_core import Ros2CudaIpcError
 from ros2_cuda_ipc_image import ImagePublisher, ImageReader
 from ros2_cuda_ipc_msgs.msg import GpuImage, GpuPointCloud2
 from ros2_cuda_ipc_pointcloud import PointCloudPublisher, PointCloudReader
@@ -66,7 +67,12 @@ def checker(count: str, timeout: str, width: str, height: str) -> dict:
     seen = {"images": 0, "clouds": 0, "bad": [], "stamps": [], "memory": set()}
 
     def on_image(msg: GpuImage) -> None:
-        with images.read(msg) as view:
+        try:
+            view = images.read(msg)
+        except Ros2CudaIpcError as exc:
+            seen["bad"].append(f"image unreadable: {exc}")
+            return
+        with view:
             seen["memory"].add(view.memory)
             i = stamp_index(view.header.stamp)
             if view.header.stamp.nanosec != i or not np.array_equal(np.asarray(view.array) if view.memory == "host"
@@ -76,7 +82,12 @@ def checker(count: str, timeout: str, width: str, height: str) -> dict:
             seen["images"] += 1
 
     def on_cloud(msg: GpuPointCloud2) -> None:
-        with clouds.read(msg) as view:
+        try:
+            view = clouds.read(msg)
+        except Ros2CudaIpcError as exc:
+            seen["bad"].append(f"cloud unreadable: {exc}")
+            return
+        with view:
             i = stamp_index(view.header.stamp)
             data = np.asarray(view.structured).view(np.uint8).reshape(-1) if view.memory == "host" else None
             if data is not None and not np.array_equal(data, cloud_bytes(i)):
