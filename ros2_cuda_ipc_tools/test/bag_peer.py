@@ -33,10 +33,10 @@ def stamp_index(stamp) -> int:
 def camera(count: str, width: str, height: str, rate: str, memory: str = "host") -> dict:
     n, w, h, period = int(count), int(width), int(height), 1.0 / float(rate)
     with peer_node("bag_test_camera") as node, \
-            ImagePublisher(node, IMAGE_TOPIC, width=w, height=h, encoding="rgb8", memory=memory, block_count=8,
+            ImagePublisher(node, IMAGE_TOPIC, width=w, height=h, encoding="rgb8", memory=memory, block_count=32,
                            qos=100) as images, \
             PointCloudPublisher(node, CLOUD_TOPIC, fields="ouster", width=CLOUD_WIDTH, height=CLOUD_HEIGHT,
-                                memory=memory, block_count=8, qos=100) as clouds:
+                                memory=memory, block_count=32, qos=100) as clouds:
         deadline = time.monotonic() + 60
         while (images.subscription_count == 0 or clouds.subscription_count == 0) and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -97,7 +97,7 @@ def record(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the bag's close short
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if recorder is not None:
-            recorder.close()
+            recorder.close()  # the writer thread closes the bag
             recorder.destroy_node()
         else:
             sink.close()

@@ -100,7 +100,7 @@ class BagRecorder(Node):
             self.get_logger().error(f"{topic} ({msgtype}) is not recorded: {exc}")
             self._recorded[topic] = None
             return
-        self.sink.add_topic(topic, bag_type, msgdef, rihs01)
+        self._writer.add_topic(topic, bag_type, msgdef, rihs01)
         counts = self.status.topics[topic] = TopicCounts(bag_type)
         qos = self._qos(topic)
         if recording is None:

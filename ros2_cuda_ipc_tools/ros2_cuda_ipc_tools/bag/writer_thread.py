@@ -4,6 +4,7 @@ Callbacks only :meth:`offer` what they received (a downloaded frame still in fli
 or a message's bytes) and never wait: a full queue refuses, and the caller counts the frame dropped.
 The thread waits for each frame's copy (its event), serializes it, gives its host buffer back to the
 ring and appends it to the bag.  A disk error stops the recording; the bag keeps what was written.
+Every call into the bag runs on this thread (SQLite3 connections belong to the thread that made them).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +55,7 @@ class WriterThread:
         self.sink = sink
         self.capacity = capacity
         self.error: BaseException | None = None
-        self._queue: queue.Queue[QueuedMessage | None] = queue.Queue(maxsize=capacity)
+        self._queue: queue.Queue[QueuedMessage | Callable[[SplitBagWriter], None] | None] = queue.Queue(capacity)
         self._thread = threading.Thread(target=self._run, name="bag writer", daemon=True)
 
     @property
@@ -62,6 +64,10 @@ class WriterThread:
 
     def start(self) -> None:
         self._thread.start()
+
+    def add_topic(self, topic: str, msgtype: str, msgdef: str, rihs01: str) -> None:
+        """Record ``topic`` from its next message on (queued behind the messages before it)."""
+        self._queue.put(lambda sink: sink.add_topic(topic, msgtype, msgdef, rihs01))
 
     def offer(self, message: QueuedMessage) -> bool:
         """Queue ``message``; False (nothing queued) when the queue is full or writing has stopped."""
@@ -75,10 +81,16 @@ class WriterThread:
 
     def _run(self) -> None:
         while (message := self._queue.get()) is not None:
-            if self.error is None:
+            if callable(message):
+                message(self.sink)
+            elif self.error is None:
                 self._write(message)
             else:
                 message.release()
+        try:
+            self.sink.close()
+        except Exception as exc:
+            self.error = self.error or exc
 
     def _write(self, message: QueuedMessage) -> None:
         try:
@@ -108,6 +120,4 @@ class WriterThread:
     def close(self) -> None:
         """Write what is queued, stop the thread, close the bag (its metadata written)."""
         self._queue.put(None)
-        if self._thread.is_alive():
-            self._thread.join()
-        self.sink.close()
+        self._thread.join()

@@ -1,0 +1,299 @@
+"""bag_record and bag_play as a user runs them: real processes, real DDS, bags read back with rosbags alone.
+
+The camera peer (bag_peer.py) publishes frame ``i`` with stamp ``(1000 + i, i)`` and bytes drawn from a
+generator seeded with ``i``, so every message of a bag is checked against what its frame held.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from rosbags.typesys import Stores, get_typestore
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bag_peer import CLOUD_TOPIC, IMAGE_TOPIC, cloud_bytes, image_bytes  # noqa: E402
+
+PEER = str(Path(__file__).with_name("bag_peer.py"))
+WIDTH, HEIGHT = 640, 480
+TYPES = get_typestore(Stores.ROS2_KILTED)
+
+
+def tool(name: str, *args: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", f"ros2_cuda_ipc_tools.bag.{name}", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def peer(*args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "test_support"),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    return subprocess.Popen([sys.executable, PEER, *args], stdout=subprocess.PIPE, text=True, env=env)
+
+
+def counts_of(table: str) -> dict[str, dict[str, int]]:
+    """The final table of bag_record: topic -> written, dropped, failed."""
+    rows = {}
+    for line in table.splitlines():
+        words = line.split()
+        if words and words[0] in (IMAGE_TOPIC, CLOUD_TOPIC):
+            rows[words[0]] = {"written": int(words[2]), "dropped": int(words[3]), "failed": int(words[4])}
+    return rows
+
+
+def record(bag: Path, frames: int, rate: float, *extra: str, stop_after: float | None = None) -> dict:
+    """Record the camera peer's ``frames`` into ``bag``; SIGINT the recorder once the camera is done (or
+    ``stop_after`` seconds after it started publishing).  What each side said."""
+    recorder = tool("record", "-o", str(bag), IMAGE_TOPIC, CLOUD_TOPIC, *extra)
+    camera = peer("camera", str(frames), str(WIDTH), str(HEIGHT), str(rate))
+    try:
+        assert json.loads(camera.stdout.readline()) == {"ready": True}
+        started = time.monotonic()
+        if stop_after is not None:
+            time.sleep(stop_after)
+            published = None
+        else:
+            published = json.loads(camera.communicate(timeout=240)[0].strip().splitlines()[-1])
+        stop_time = time.time_ns()
+        recorder.send_signal(signal.SIGINT)
+        out, err = recorder.communicate(timeout=60)
+    finally:
+        camera.kill()
+        recorder.kill()
+        camera.wait()
+    assert recorder.returncode == 0, err
+    return {"published": published, "counts": counts_of(out), "out": out, "err": err, "stop_time": stop_time,
+            "started": started}
+
+
+def bag_messages(bag: Path) -> dict[str, list[tuple[int, object]]]:
+    """topic -> [(bag time, message)], read with rosbags alone."""
+    got: dict[str, list[tuple[int, object]]] = {}
+    with Reader(bag) as reader:
+        for connection, timestamp, raw in reader.messages():
+            got.setdefault(connection.topic, []).append((timestamp, TYPES.deserialize_cdr(raw, connection.msgtype)))
+    return got
+
+
+def check_bag(bag: Path, counts: dict[str, dict[str, int]], published: dict | None) -> None:
+    got = bag_messages(bag)
+    for topic, key in ((IMAGE_TOPIC, "images"), (CLOUD_TOPIC, "clouds")):
+        messages = got.get(topic, [])
+        assert len(messages) == counts[topic]["written"]
+        if published is not None:
+            assert counts[topic]["written"] == published[key] - counts[topic]["dropped"] - counts[topic]["failed"]
+        indices = [m.header.stamp.sec - 1000 for _, m in messages]
+        assert indices == sorted(set(indices))  # each frame once, in order
+        for timestamp, m in messages:
+            i = m.header.stamp.sec - 1000
+            assert m.header.stamp.nanosec == i
+            if topic == IMAGE_TOPIC:
+                assert (m.height, m.width, m.encoding, m.step) == (HEIGHT, WIDTH, "rgb8", WIDTH * 3)
+                assert np.array_equal(m.data, image_bytes(i, HEIGHT, WIDTH).reshape(-1)), f"image {i}"
+                assert m.header.frame_id == "camera"
+            else:
+                assert (m.height, m.width, m.point_step) == (16, 128, 48)
+                assert [f.name for f in m.fields] == ["x", "y", "z", "intensity", "t", "reflectivity", "ring",
+                                                      "ambient", "range"]
+                assert np.array_equal(m.data, cloud_bytes(i)), f"cloud {i}"
+            assert timestamp > 1_000_000_000 * 1_000_000_000 // 1_000_000_000  # receive time, not the stamp
+            assert timestamp > m.header.stamp.sec * 10**9
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> tuple[Path, dict]:
+    """300 frames of 640x480 rgb8 and an Ouster-layout cloud each, at 30 Hz, recorded to MCAP."""
+    bag = tmp_path_factory.mktemp("bags") / "fanout"
+    return bag, record(bag, 300, 30.0)
+
+
+def test_recorded_mcap_reads_back_with_rosbags_frame_for_frame(recorded) -> None:
+    bag, result = recorded
+    assert result["counts"][IMAGE_TOPIC]["written"] > 0
+    assert sorted(p.name for p in bag.iterdir()) == ["fanout_0.mcap", "metadata.yaml"]
+    check_bag(bag, result["counts"], result["published"])
+    assert "dropped" in result["err"] and "queue" in result["err"]  # the live status line
+
+
+def test_sqlite3_storage(tmp_path) -> None:
+    bag = tmp_path / "lite"
+    result = record(bag, 40, 40.0, "--storage", "sqlite3", "--quiet")
+    assert sorted(p.name for p in bag.iterdir()) == ["lite_0.db3", "metadata.yaml"]
+    check_bag(bag, result["counts"], result["published"])
+
+
+def test_max_bag_size_splits_into_files_one_bag_lists(tmp_path) -> None:
+    bag = tmp_path / "split"
+    result = record(bag, 40, 40.0, "--max-bag-size", "8000000", "--quiet")
+    files = sorted(p.name for p in bag.glob("*.mcap"))
+    assert len(files) >= 3, files
+    with Reader(bag) as reader:
+        assert reader.message_count == sum(c["written"] for c in result["counts"].values())
+    check_bag(bag, result["counts"], result["published"])
+
+
+def test_sigint_mid_recording_leaves_a_readable_bag_with_every_message_written(tmp_path) -> None:
+    bag = tmp_path / "stopped"
+    result = record(bag, 600, 30.0, "--quiet", stop_after=3.0)
+    written = result["counts"][IMAGE_TOPIC]["written"]
+    assert 0 < written < 600
+    check_bag(bag, result["counts"], None)
+
+
+@pytest.mark.skipif(not hasattr(__import__("ros2_cuda_ipc_core"), "encode_jpeg"),
+                    reason="the JPEG encoder of the compressed twins (ros2_cuda_ipc_core.encode_jpeg) is not here")
+def test_compressed_decodes_within_jpeg_tolerance(tmp_path) -> None:
+    import io
+
+    from PIL import Image
+
+    bag = tmp_path / "jpeg"
+    result = record(bag, 20, 20.0, "--compressed", "--jpeg-quality", "95", "--quiet")
+    messages = bag_messages(bag)[IMAGE_TOPIC]
+    assert len(messages) == result["counts"][IMAGE_TOPIC]["written"] > 0
+    for _, m in messages:
+        assert m.format == "rgb8; jpeg compressed bgr8"
+        decoded = np.asarray(Image.open(io.BytesIO(m.data.tobytes())).convert("RGB")).astype(int)
+        # Random pixels are JPEG's worst case: compare the 8x8 block means, what the encoding keeps.
+        expected = image_bytes(m.header.stamp.sec - 1000, HEIGHT, WIDTH).astype(int)
+        blocks = (decoded - expected).reshape(HEIGHT // 8, 8, WIDTH // 8, 8, 3).mean(axis=(1, 3))
+        assert np.abs(blocks).mean() < 4
+
+
+def play_into_checker(bag: Path, frames: int, *args: str, height: int = HEIGHT) -> tuple[dict, str]:
+    checker = peer("checker", str(frames), "90", str(WIDTH), str(height))
+    try:
+        assert json.loads(checker.stdout.readline()) == {"ready": True}
+        # Pools deep enough that a checker on a busy machine reads every frame before its block is reused.
+        player = tool("play", str(bag), "--memory", "host", "--wait-for-subscribers", "30", "--block-count", "64",
+                      *args)
+        out, err = player.communicate(timeout=120)
+        assert player.returncode == 0, err
+        seen = json.loads(checker.communicate(timeout=120)[0].strip().splitlines()[-1])
+    finally:
+        checker.kill()
+    return seen, out
+
+
+def test_bag_play_replays_every_frame_into_pools(recorded) -> None:
+    bag, result = recorded
+    frames = result["counts"][IMAGE_TOPIC]["written"]
+    seen, out = play_into_checker(bag, frames, "--rate", "0.5")  # the checker checks every byte: give it time
+    assert seen["bad"] == []
+    assert seen["images"] == frames and seen["clouds"] == result["counts"][CLOUD_TOPIC]["written"]
+    assert seen["stamps"] == sorted(seen["stamps"])
+    assert seen["memory"] == ["host"]
+    assert f"played {frames + seen['clouds']} messages, dropped 0, bad 0" in out
+
+
+def test_rate_two_plays_in_about_half_the_time(tmp_path) -> None:
+    bag = tmp_path / "timed"
+    write_plain_bag(bag, 31, WIDTH * 3)  # 3 s of bag time
+    seen, _ = play_into_checker(bag, 31, "--rate", "2")
+    assert seen["images"] == 31 and seen["bad"] == []
+    assert 0.9 < seen["span"] < 2.4, seen["span"]  # 1.5 s at rate 2 (asserted loosely: the machine is shared)
+
+
+def write_plain_bag(path: Path, frames: int, step: int) -> None:
+    """A bag as ``ros2 bag record`` of an ordinary camera and LiDAR driver writes it: plain sensor_msgs, rows
+    padded to ``step`` bytes, 10 frames a second, written by rosbags alone."""
+    Image, Header = TYPES.types["sensor_msgs/msg/Image"], TYPES.types["std_msgs/msg/Header"]
+    Time, Cloud = TYPES.types["builtin_interfaces/msg/Time"], TYPES.types["sensor_msgs/msg/PointCloud2"]
+    Field = TYPES.types["sensor_msgs/msg/PointField"]
+    fields = [Field(name=n, offset=o, datatype=d, count=1) for n, o, d in
+              [("x", 0, 7), ("y", 4, 7), ("z", 8, 7), ("intensity", 16, 7), ("t", 20, 6), ("reflectivity", 24, 4),
+               ("ring", 26, 4), ("ambient", 28, 4), ("range", 32, 6)]]
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        images = writer.add_connection(IMAGE_TOPIC, "sensor_msgs/msg/Image", typestore=TYPES)
+        clouds = writer.add_connection(CLOUD_TOPIC, "sensor_msgs/msg/PointCloud2", typestore=TYPES)
+        for i in range(frames):
+            header = Header(stamp=Time(sec=1000 + i, nanosec=i), frame_id="camera")
+            rows = np.zeros((HEIGHT, step), np.uint8)
+            rows[:, : WIDTH * 3] = image_bytes(i, HEIGHT, WIDTH).reshape(HEIGHT, -1)
+            image = Image(header=header, height=HEIGHT, width=WIDTH, encoding="rgb8", is_bigendian=0, step=step,
+                          data=rows.reshape(-1))
+            cloud = Cloud(header=header, height=16, width=128, fields=fields, is_bigendian=False, point_step=48,
+                          row_step=48 * 128, data=cloud_bytes(i), is_dense=True)
+            writer.write(images, 10**18 + i * 100_000_000, TYPES.serialize_cdr(image, "sensor_msgs/msg/Image"))
+            writer.write(clouds, 10**18 + i * 100_000_000 + 1, TYPES.serialize_cdr(cloud, "sensor_msgs/msg/PointCloud2"))
+
+
+def test_a_bag_written_by_rosbags_from_plain_messages_plays_the_same(tmp_path) -> None:
+    bag = tmp_path / "plain"
+    write_plain_bag(bag, 20, WIDTH * 3 + 64)
+    seen, out = play_into_checker(bag, 20)
+    assert seen["bad"] == [] and seen["images"] == 20 and seen["clouds"] == 20
+
+
+def test_a_hostile_message_is_counted_and_sizes_no_pool(tmp_path) -> None:
+    bag = tmp_path / "hostile"
+    Image, Header = TYPES.types["sensor_msgs/msg/Image"], TYPES.types["std_msgs/msg/Header"]
+    Time = TYPES.types["builtin_interfaces/msg/Time"]
+    with Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        images = writer.add_connection(IMAGE_TOPIC, "sensor_msgs/msg/Image", typestore=TYPES)
+        # 4 billion rows claimed, 12 bytes carried; then bytes that are no Image at all.
+        liar = Image(header=Header(stamp=Time(sec=1, nanosec=0), frame_id=""), height=2**32 - 1, width=4,
+                     encoding="mono8", is_bigendian=0, step=4, data=np.zeros(12, np.uint8))
+        writer.write(images, 10**18, TYPES.serialize_cdr(liar, "sensor_msgs/msg/Image"))
+        writer.write(images, 10**18 + 1, b"\x00\x01\x00\x00\xff\xff\xff\xff")
+    player = tool("play", str(bag), "--memory", "host", "--linger", "0")
+    out, err = player.communicate(timeout=60)
+    assert player.returncode == 0, err
+    assert "played 0 messages, dropped 0, bad 2" in out
+    assert "sizes no pool" in err
+
+
+def _truncated(tmp_path: Path, recorded) -> Path:
+    bag, _ = recorded
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    source = bag / "fanout_0.mcap"
+    (broken / "fanout_0.mcap").write_bytes(source.read_bytes()[: source.stat().st_size // 2])
+    (broken / "metadata.yaml").write_text((bag / "metadata.yaml").read_text())
+    return broken
+
+
+@pytest.mark.parametrize("case", ["missing", "truncated", "not a bag", "unknown storage", "unknown topic",
+                                  "rate 0", "rate -1", "rate nan", "unknown option"])
+def test_bad_input_is_one_clear_line_and_exit_code_2(case, tmp_path, recorded) -> None:
+    bag, _ = recorded
+    args = {"missing": [str(tmp_path / "nothing")],
+            "truncated": [str(_truncated(tmp_path, recorded)) if case == "truncated" else ""],
+            "not a bag": [str(tmp_path)],
+            "unknown storage": [str(tmp_path / "bag.bag")],
+            "unknown topic": [str(bag), "--topics", "/no/such/topic"],
+            "rate 0": [str(bag), "--rate", "0"], "rate -1": [str(bag), "--rate", "-1"],
+            "rate nan": [str(bag), "--rate", "nan"], "unknown option": [str(bag), "--fast"]}[case]
+    (tmp_path / "bag.bag").write_bytes(b"#ROSBAG V2.0\n")
+    player = tool("play", *args, "--linger", "0", "--quiet")
+    out, err = player.communicate(timeout=60)
+    assert player.returncode == 2, (out, err)
+    lines = [line for line in err.splitlines() if line.startswith("bag_play")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+
+
+def test_record_refuses_an_existing_bag_and_unknown_options(tmp_path) -> None:
+    for args in (["-o", str(tmp_path), "/x"], ["-o", str(tmp_path / "new"), "/x", "--fast"], ["/x"]):
+        recorder = tool("record", *args)
+        _, err = recorder.communicate(timeout=60)
+        assert recorder.returncode == 2, err
+        assert "Traceback" not in err
+    helped = tool("record", "--help")
+    assert helped.communicate(timeout=60)[0].startswith("usage: bag_record") and helped.returncode == 0
+
+
+def test_sigterm_closes_the_bag_of_a_recorder_waiting_for_topics(tmp_path) -> None:
+    bag = tmp_path / "empty"
+    recorder = tool("record", "-o", str(bag), "/nobody/publishes/this")
+    assert "waiting for /nobody/publishes/this" in recorder.stderr.readline()  # its first status line: running
+    recorder.send_signal(signal.SIGTERM)
+    out, err = recorder.communicate(timeout=60)
+    assert recorder.returncode == 0, err
+    assert "0 messages" in out
