@@ -24,6 +24,8 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
+            "bag_play = ros2_cuda_ipc_tools.bag.play:main",
+            "bag_record = ros2_cuda_ipc_tools.bag.record:main",
             "container = ros2_cuda_ipc_tools.components.container:main",
             "run_component = ros2_cuda_ipc_tools.components.run_component:main",
             "viewer = ros2_cuda_ipc_tools.viewer.cli:main",

@@ -14,7 +14,7 @@ from ros2_cuda_ipc_image import ImagePublisher, ImageReader
 from ros2_cuda_ipc_msgs.msg import GpuImage, GpuPointCloud2
 from ros2_cuda_ipc_pointcloud import PointCloudPublisher, PointCloudReader
 
-IMAGE_TOPIC, CLOUD_TOPIC = "/bag_test/image", "/bag_test/cloud"
+IMAGE_TOPIC, CLOUD_TOPIC, NOTE_TOPIC = "/bag_test/image", "/bag_test/cloud", "/bag_test/note"
 CLOUD_HEIGHT, CLOUD_WIDTH, POINT_STEP = 16, 128, 48
 
 
@@ -37,8 +37,12 @@ def camera(count: str, width: str, height: str, rate: str, memory: str = "host")
                            qos=100) as images, \
             PointCloudPublisher(node, CLOUD_TOPIC, fields="ouster", width=CLOUD_WIDTH, height=CLOUD_HEIGHT,
                                 memory=memory, block_count=32, qos=100) as clouds:
+        from std_msgs.msg import String
+
+        notes = node.create_publisher(String, NOTE_TOPIC, 100)  # a topic of another type: recorded as it is
         deadline = time.monotonic() + 60
-        while (images.subscription_count == 0 or clouds.subscription_count == 0) and time.monotonic() < deadline:
+        while (images.subscription_count == 0 or clouds.subscription_count == 0
+               or notes.get_subscription_count() == 0) and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(0.5)  # the recorder has subscribed; let its first reads settle
         print(json.dumps({"ready": True}), flush=True)
@@ -55,6 +59,7 @@ def camera(count: str, width: str, height: str, rate: str, memory: str = "host")
                                                                                               CLOUD_WIDTH)
             if clouds.publish_array(cloud, header=header) is not None:
                 published[1] += 1
+            notes.publish(String(data=f"frame {i}"))
             time.sleep(max(0.0, start + (i + 1) * period - time.monotonic()))
         time.sleep(1.0)  # keep the pools alive while the recorder copies the last frames
         return {"images": published[0], "clouds": published[1]}

@@ -20,7 +20,7 @@ from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bag_peer import CLOUD_TOPIC, IMAGE_TOPIC, cloud_bytes, image_bytes  # noqa: E402
+from bag_peer import CLOUD_TOPIC, IMAGE_TOPIC, NOTE_TOPIC, cloud_bytes, image_bytes
 
 PEER = str(Path(__file__).with_name("bag_peer.py"))
 WIDTH, HEIGHT = 640, 480
@@ -43,7 +43,7 @@ def counts_of(table: str) -> dict[str, dict[str, int]]:
     rows = {}
     for line in table.splitlines():
         words = line.split()
-        if words and words[0] in (IMAGE_TOPIC, CLOUD_TOPIC):
+        if words and words[0] in (IMAGE_TOPIC, CLOUD_TOPIC, NOTE_TOPIC):
             rows[words[0]] = {"written": int(words[2]), "dropped": int(words[3]), "failed": int(words[4])}
     return rows
 
@@ -51,11 +51,11 @@ def counts_of(table: str) -> dict[str, dict[str, int]]:
 def record(bag: Path, frames: int, rate: float, *extra: str, stop_after: float | None = None) -> dict:
     """Record the camera peer's ``frames`` into ``bag``; SIGINT the recorder once the camera is done (or
     ``stop_after`` seconds after it started publishing).  What each side said."""
-    recorder = tool("record", "-o", str(bag), IMAGE_TOPIC, CLOUD_TOPIC, *extra)
+    start_time = time.time_ns()
+    recorder = tool("record", "-o", str(bag), IMAGE_TOPIC, CLOUD_TOPIC, NOTE_TOPIC, *extra)
     camera = peer("camera", str(frames), str(WIDTH), str(HEIGHT), str(rate))
     try:
         assert json.loads(camera.stdout.readline()) == {"ready": True}
-        started = time.monotonic()
         if stop_after is not None:
             time.sleep(stop_after)
             published = None
@@ -69,8 +69,8 @@ def record(bag: Path, frames: int, rate: float, *extra: str, stop_after: float |
         recorder.kill()
         camera.wait()
     assert recorder.returncode == 0, err
-    return {"published": published, "counts": counts_of(out), "out": out, "err": err, "stop_time": stop_time,
-            "started": started}
+    return {"published": published, "counts": counts_of(out), "out": out, "err": err,
+            "window": (start_time, stop_time)}
 
 
 def bag_messages(bag: Path) -> dict[str, list[tuple[int, object]]]:
@@ -82,7 +82,9 @@ def bag_messages(bag: Path) -> dict[str, list[tuple[int, object]]]:
     return got
 
 
-def check_bag(bag: Path, counts: dict[str, dict[str, int]], published: dict | None) -> None:
+def check_bag(bag: Path, result: dict) -> None:
+    """Every message of ``bag`` is the frame its stamp names, byte for byte; counts are what bag_record said."""
+    counts, published, window = result["counts"], result["published"], result["window"]
     got = bag_messages(bag)
     for topic, key in ((IMAGE_TOPIC, "images"), (CLOUD_TOPIC, "clouds")):
         messages = got.get(topic, [])
@@ -103,8 +105,7 @@ def check_bag(bag: Path, counts: dict[str, dict[str, int]], published: dict | No
                 assert [f.name for f in m.fields] == ["x", "y", "z", "intensity", "t", "reflectivity", "ring",
                                                       "ambient", "range"]
                 assert np.array_equal(m.data, cloud_bytes(i)), f"cloud {i}"
-            assert timestamp > 1_000_000_000 * 1_000_000_000 // 1_000_000_000  # receive time, not the stamp
-            assert timestamp > m.header.stamp.sec * 10**9
+            assert window[0] < timestamp < window[1]  # the bag time is when it was received, not its stamp
 
 
 @pytest.fixture(scope="module")
@@ -118,15 +119,19 @@ def test_recorded_mcap_reads_back_with_rosbags_frame_for_frame(recorded) -> None
     bag, result = recorded
     assert result["counts"][IMAGE_TOPIC]["written"] > 0
     assert sorted(p.name for p in bag.iterdir()) == ["fanout_0.mcap", "metadata.yaml"]
-    check_bag(bag, result["counts"], result["published"])
+    check_bag(bag, result)
     assert "dropped" in result["err"] and "queue" in result["err"]  # the live status line
+    notes = bag_messages(bag)[NOTE_TOPIC]  # a std_msgs/String topic, stored as it came
+    assert len(notes) == result["counts"][NOTE_TOPIC]["written"] == 300 - result["counts"][NOTE_TOPIC]["dropped"]
+    indices = [int(m.data.removeprefix("frame ")) for _, m in notes]
+    assert indices == sorted(set(indices)) and set(indices) <= set(range(300))
 
 
 def test_sqlite3_storage(tmp_path) -> None:
     bag = tmp_path / "lite"
     result = record(bag, 40, 40.0, "--storage", "sqlite3", "--quiet")
     assert sorted(p.name for p in bag.iterdir()) == ["lite_0.db3", "metadata.yaml"]
-    check_bag(bag, result["counts"], result["published"])
+    check_bag(bag, result)
 
 
 def test_max_bag_size_splits_into_files_one_bag_lists(tmp_path) -> None:
@@ -136,7 +141,7 @@ def test_max_bag_size_splits_into_files_one_bag_lists(tmp_path) -> None:
     assert len(files) >= 3, files
     with Reader(bag) as reader:
         assert reader.message_count == sum(c["written"] for c in result["counts"].values())
-    check_bag(bag, result["counts"], result["published"])
+    check_bag(bag, result)
 
 
 def test_sigint_mid_recording_leaves_a_readable_bag_with_every_message_written(tmp_path) -> None:
@@ -144,7 +149,7 @@ def test_sigint_mid_recording_leaves_a_readable_bag_with_every_message_written(t
     result = record(bag, 600, 30.0, "--quiet", stop_after=3.0)
     written = result["counts"][IMAGE_TOPIC]["written"]
     assert 0 < written < 600
-    check_bag(bag, result["counts"], None)
+    check_bag(bag, result)
 
 
 @pytest.mark.skipif(not hasattr(__import__("ros2_cuda_ipc_core"), "encode_jpeg"),
@@ -190,7 +195,8 @@ def test_bag_play_replays_every_frame_into_pools(recorded) -> None:
     assert seen["images"] == frames and seen["clouds"] == result["counts"][CLOUD_TOPIC]["written"]
     assert seen["stamps"] == sorted(seen["stamps"])
     assert seen["memory"] == ["host"]
-    assert f"played {frames + seen['clouds']} messages, dropped 0, bad 0" in out
+    messages = sum(c["written"] for c in result["counts"].values())  # the notes too, republished as they are
+    assert f"played {messages} messages, dropped 0, bad 0" in out
 
 
 def test_rate_two_plays_in_about_half_the_time(tmp_path) -> None:
@@ -228,7 +234,7 @@ def write_plain_bag(path: Path, frames: int, step: int) -> None:
 def test_a_bag_written_by_rosbags_from_plain_messages_plays_the_same(tmp_path) -> None:
     bag = tmp_path / "plain"
     write_plain_bag(bag, 20, WIDTH * 3 + 64)
-    seen, out = play_into_checker(bag, 20)
+    seen, _ = play_into_checker(bag, 20)
     assert seen["bad"] == [] and seen["images"] == 20 and seen["clouds"] == 20
 
 

@@ -30,7 +30,7 @@ def rclpy_class(msgtype: str) -> type:
     """The rclpy message class of ``pkg/msg/Name``; BagError naming it when its package is not importable."""
     package, kind, name = _split(msgtype)
     try:
-        return getattr(importlib.import_module(f"{package}.{kind}"), name)  # type: ignore[no-any-return]
+        return getattr(importlib.import_module(f"{package}.{kind}"), name)
     except (ImportError, AttributeError):
         raise BagError(f"message type {msgtype} is not installed here (no Python module {package}.{kind}.{name})") \
             from None

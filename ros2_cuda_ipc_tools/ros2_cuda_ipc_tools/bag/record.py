@@ -64,7 +64,7 @@ def jpeg_encoder() -> JpegEncoder:
     if encode is None:
         raise BagError("--compressed needs the JPEG encoder of the compressed twins (ros2_cuda_ipc_core.encode_jpeg), "
                        "which this installation lacks")
-    return encode  # type: ignore[no-any-return]
+    return encode
 
 
 def _status_printer() -> Any:
