@@ -116,6 +116,78 @@ def checker(count: str, timeout: str, width: str, height: str) -> dict:
     return seen
 
 
+def pattern(i: int, height: int, width: int, channels: int, xp=np) -> object:
+    """The GPU tests' frame ``i``: cheap to make in numpy and in torch alike (``xp``), different in every pixel."""
+    if xp is np:
+        rows, cols, chans = np.ogrid[:height, :width, :channels]
+        return ((rows * 7 + cols * 3 + chans * 11 + i) % 256).astype(np.uint8)
+    rows = xp.arange(height, device="cuda").view(-1, 1, 1)
+    cols = xp.arange(width, device="cuda").view(1, -1, 1)
+    chans = xp.arange(channels, device="cuda").view(1, 1, -1)
+    return ((rows * 7 + cols * 3 + chans * 11 + i) % 256).to(xp.uint8)
+
+
+def gpu_camera(count: str, width: str, height: str, rate: str) -> dict:
+    """rgba8 frames made by torch in a CUDA pool, at ``rate`` Hz: what bag_record must keep up with."""
+    import torch
+
+    n, w, h, period = int(count), int(width), int(height), 1.0 / float(rate)
+    with peer_node("bag_test_gpu_camera") as node, \
+            ImagePublisher(node, IMAGE_TOPIC, width=w, height=h, encoding="rgba8", memory="cuda", block_count=16,
+                           qos=100) as images:
+        deadline = time.monotonic() + 60
+        while images.subscription_count == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        print(json.dumps({"ready": True}), flush=True)
+        published, late = 0, 0
+        start = time.monotonic()
+        stream = torch.cuda.current_stream()
+        for i in range(n):
+            frame = images.borrow(timeout=0.5)
+            if frame is None:
+                continue
+            with frame:
+                torch.from_dlpack(frame).copy_(pattern(i, h, w, 4, torch))
+                header = GpuImage().header
+                header.stamp.sec, header.stamp.nanosec = 1000 + i, i
+                frame.publish(stream, header=header)
+                published += 1
+            wait = start + (i + 1) * period - time.monotonic()
+            late += wait < 0
+            time.sleep(max(0.0, wait))
+        time.sleep(2.0)
+        return {"images": published, "late": late, "seconds": time.monotonic() - start}
+
+
+def torch_checker(count: str, timeout: str, width: str, height: str) -> dict:
+    """Read every replayed image with torch on the GPU and compare it there with :func:`pattern`."""
+    import rclpy
+    import torch
+
+    n, w, h = int(count), int(width), int(height)
+    images = ImageReader()
+    seen = {"images": 0, "bad": [], "memory": set()}
+    stream = torch.cuda.Stream()
+
+    def on_image(msg: GpuImage) -> None:
+        with images.read(msg, stream) as view, torch.cuda.stream(stream):
+            seen["memory"].add(view.memory)
+            i = stamp_index(view.header.stamp)
+            if not torch.equal(torch.from_dlpack(view), pattern(i, h, w, 3, torch)):
+                seen["bad"].append(i)
+            seen["images"] += 1
+
+    with peer_node("bag_test_torch_checker") as node:
+        node.create_subscription(GpuImage, IMAGE_TOPIC, on_image, 100)
+        print(json.dumps({"ready": True}), flush=True)
+        deadline = time.monotonic() + float(timeout)
+        while seen["images"] < n and time.monotonic() < deadline:
+            rclpy.spin_once(node, timeout_sec=0.1)
+    seen["memory"] = sorted(seen["memory"])
+    return seen
+
+
 def _download(view) -> np.ndarray:
     out = np.empty(view.shape, view.dtype)
     view.copy_out(view.layout, out)
@@ -123,4 +195,4 @@ def _download(view) -> np.ndarray:
 
 
 if __name__ == "__main__":
-    sys.exit(play({"camera": camera, "checker": checker}))
+    sys.exit(play({"camera": camera, "checker": checker, "gpu_camera": gpu_camera, "torch_checker": torch_checker}))

@@ -7,45 +7,17 @@ generator seeded with ``i``, so every message of a bag is checked against what i
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from rosbags.rosbag2 import Reader, StoragePlugin, Writer
-from rosbags.typesys import Stores, get_typestore
-
-sys.path.insert(0, str(Path(__file__).parent))
 from bag_peer import CLOUD_TOPIC, IMAGE_TOPIC, NOTE_TOPIC, cloud_bytes, image_bytes
+from bag_tools import TYPES, counts_of, peer, tool
+from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
-PEER = str(Path(__file__).with_name("bag_peer.py"))
 WIDTH, HEIGHT = 640, 480
-TYPES = get_typestore(Stores.ROS2_KILTED)
-
-
-def tool(name: str, *args: str, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", f"ros2_cuda_ipc_tools.bag.{name}", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
-
-
-def peer(*args: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "test_support"),
-                                                        os.environ.get("PYTHONPATH", "")])}
-    return subprocess.Popen([sys.executable, PEER, *args], stdout=subprocess.PIPE, text=True, env=env)
-
-
-def counts_of(table: str) -> dict[str, dict[str, int]]:
-    """The final table of bag_record: topic -> written, dropped, failed."""
-    rows = {}
-    for line in table.splitlines():
-        words = line.split()
-        if words and words[0] in (IMAGE_TOPIC, CLOUD_TOPIC, NOTE_TOPIC):
-            rows[words[0]] = {"written": int(words[2]), "dropped": int(words[3]), "failed": int(words[4])}
-    return rows
 
 
 def record(bag: Path, frames: int, rate: float, *extra: str, stop_after: float | None = None) -> dict:

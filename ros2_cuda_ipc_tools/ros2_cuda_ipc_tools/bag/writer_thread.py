@@ -57,6 +57,7 @@ class WriterThread:
         self.error: BaseException | None = None
         self._queue: queue.Queue[QueuedMessage | Callable[[SplitBagWriter], None] | None] = queue.Queue(capacity)
         self._thread = threading.Thread(target=self._run, name="bag writer", daemon=True)
+        self._on_device = False
 
     @property
     def queued(self) -> int:
@@ -100,8 +101,7 @@ class WriterThread:
             else:
                 assert message.recording is not None and message.frame is not None and message.buffer is not None
                 if message.done is not None:
-                    message.done.sync()
-                    message.done.close()
+                    self._wait(message.done)
                 data = message.recording.serialize(message.frame, message.buffer.bytes(message.frame.length))
         except (Ros2CudaIpcError, ValueError, TypeError) as exc:
             message.counts.add("failed")
@@ -116,6 +116,14 @@ class WriterThread:
             return
         message.counts.add("written")
         message.counts.add("bytes", len(data))
+
+    def _wait(self, event: Any) -> None:
+        """Wait for a frame's copy; the first time, make its device's context current on this thread."""
+        if not self._on_device:
+            event.device.set_current()
+            self._on_device = True
+        event.sync()
+        event.close()
 
     def close(self) -> None:
         """Write what is queued, stop the thread, close the bag (its metadata written)."""

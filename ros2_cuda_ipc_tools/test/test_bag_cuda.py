@@ -1,0 +1,85 @@
+"""bag_record and bag_play with CUDA pools: 4K rgba8 at 30 Hz recorded with no drops, 1080p replayed into CUDA
+pools and read by torch.  Skips without a GPU; prints the numbers docs/gpu-verification.md records."""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import signal
+import time
+
+import numpy as np
+import pytest
+from bag_peer import IMAGE_TOPIC, pattern
+from bag_tools import TYPES, counts_of, peer, tool
+from gpu_marks import needs_gpu
+from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+
+pytestmark = [needs_gpu, pytest.mark.timeout(600)]
+
+
+def test_4k_rgba8_at_30_hz_records_without_drops(tmp_path) -> None:
+    pytest.importorskip("torch")
+    frames, width, height = 150, 3840, 2160
+    bag = tmp_path / "uhd"
+    recorder = tool("record", "-o", str(bag), IMAGE_TOPIC, "--ring", "16")
+    camera = peer("gpu_camera", str(frames), str(width), str(height), "30")
+    try:
+        assert json.loads(camera.stdout.readline()) == {"ready": True}
+        published = json.loads(camera.communicate(timeout=300)[0].strip().splitlines()[-1])
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        recorder.send_signal(signal.SIGINT)
+        out, err = recorder.communicate(timeout=300)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    finally:
+        camera.kill()
+        recorder.kill()
+    assert recorder.returncode == 0, err
+    counts = counts_of(out)[IMAGE_TOPIC]
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    size = sum(p.stat().st_size for p in bag.iterdir())
+    free = shutil.disk_usage(tmp_path).free
+    print(f"\n4K rgba8 30 Hz: published {published['images']} ({published['late']} late, "
+          f"{published['seconds']:.1f} s), written {counts['written']}, dropped {counts['dropped']}, "
+          f"failed {counts['failed']}; bag {size / 1e9:.2f} GB at {size / 1e6 / published['seconds']:.0f} MB/s; "
+          f"recorder CPU {cpu:.1f} s = {1000 * cpu / max(counts['written'], 1):.1f} ms a frame; disk free "
+          f"{free / 1e9:.0f} GB\n{out}")
+    assert counts["dropped"] == 0 and counts["failed"] == 0
+    assert counts["written"] == published["images"]
+    with Reader(bag) as reader:
+        for n, (connection, _, raw) in enumerate(reader.messages()):
+            if n % 25:
+                continue
+            m = TYPES.deserialize_cdr(raw, connection.msgtype)
+            i = m.header.stamp.sec - 1000
+            assert np.array_equal(m.data, pattern(i, height, width, 4).reshape(-1)), f"frame {i}"
+
+
+def test_1080p_bag_replays_into_cuda_pools_read_by_torch(tmp_path) -> None:
+    pytest.importorskip("torch")
+    frames, width, height = 60, 1920, 1080
+    bag = tmp_path / "hd"
+    Image, Header = TYPES.types["sensor_msgs/msg/Image"], TYPES.types["std_msgs/msg/Header"]
+    Time = TYPES.types["builtin_interfaces/msg/Time"]
+    with Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        images = writer.add_connection(IMAGE_TOPIC, "sensor_msgs/msg/Image", typestore=TYPES)
+        for i in range(frames):
+            image = Image(header=Header(stamp=Time(sec=1000 + i, nanosec=i), frame_id="camera"), height=height,
+                          width=width, encoding="rgb8", is_bigendian=0, step=width * 3,
+                          data=pattern(i, height, width, 3).reshape(-1))
+            writer.write(images, 10**18 + i * 33_333_333, TYPES.serialize_cdr(image, "sensor_msgs/msg/Image"))
+    checker = peer("torch_checker", str(frames), "120", str(width), str(height))
+    try:
+        assert json.loads(checker.stdout.readline()) == {"ready": True}
+        started = time.monotonic()
+        player = tool("play", str(bag), "--memory", "cuda", "--wait-for-subscribers", "30", "--block-count", "16")
+        out, err = player.communicate(timeout=300)
+        seconds = time.monotonic() - started
+        seen = json.loads(checker.communicate(timeout=300)[0].strip().splitlines()[-1])
+    finally:
+        checker.kill()
+    assert player.returncode == 0, err
+    print(f"\n1080p replay into CUDA pools: {seen['images']} of {frames} read by torch, bad {seen['bad']}, "
+          f"{seconds:.1f} s for a 2.0 s bag\n{out}")
+    assert seen["memory"] == ["cuda"] and seen["bad"] == [] and seen["images"] == frames
