@@ -3,6 +3,7 @@
     pipeline fanout --seconds 10 --size 1080p --memory auto
     pipeline fanout --compose --frames 300 --size 4k
     pipeline lidar --seconds 10 --size 2048x128          # columns x rings
+    pipeline fanout --seconds 10 --record fanout-bag     # and the camera's frames into a rosbag2 bag
     ros2 run ros2_cuda_ipc_examples pipeline fanout --seconds 10
 
 It prints a table once a second (per node: frames in and out per second, latency from the
@@ -35,8 +36,8 @@ from ..nodes.pipeline_node import STATS_TOPIC
 from .definitions import DEFAULT_SIZES, MIN_SIZES, PIPELINES, Pipeline, PipelineOptions
 from .live_table import StatsTable
 
-__all__ = ["PipelineFailed", "add_run_arguments", "main", "options_from", "positive_number", "print_outcome",
-           "reuse_delay_seconds", "run_pipeline", "write_summary"]
+__all__ = ["RECORDED_TOPICS", "PipelineFailed", "add_record_argument", "add_run_arguments", "main", "options_from",
+           "positive_number", "print_outcome", "record_command", "reuse_delay_seconds", "run_pipeline", "write_summary"]
 
 SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080), "4k": (3840, 2160)}
 STARTUP_TIMEOUT = 60.0  # seconds for every node to report once, and then for the source's first frame
@@ -222,9 +223,26 @@ class _Screen:
         self._lines = text.count("\n") + 1
 
 
+#: What ``--record`` stores, by pipeline: its source's output topic (relative to the pipeline's namespace).
+RECORDED_TOPICS = {"fanout": ["image"], "lidar": ["points"]}
+
+
+def add_record_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--record", type=Path, default=None, metavar="BAG",
+                        help="also record the source's frames into the new rosbag2 bag BAG (bag_record, its own process)")
+
+
+def record_command(pipeline: Pipeline, namespace: str, bag: Path) -> list[str]:
+    """``bag_record`` of the pipeline's source topic into ``bag``: one more child, stopped with the others."""
+    topics = [f"{namespace.rstrip('/')}/{topic}" for topic in RECORDED_TOPICS[pipeline.name]]
+    return [sys.executable, "-m", "ros2_cuda_ipc_tools.bag.record", "-o", str(bag), *topics, "--quiet"]
+
+
 def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool = False, executor: str = "single",
-                 stream: IO[str] | None = sys.stdout, title: str = "") -> dict[str, Any]:
+                 stream: IO[str] | None = sys.stdout, title: str = "", record: Path | None = None) -> dict[str, Any]:
     """Start ``pipeline``, show the live table on ``stream`` until it is done (or Ctrl-C), stop it; return its summary.
+
+    ``record``: a bag that ``bag_record`` writes the source's frames into meanwhile.
 
     Raises PipelineFailed as soon as a node's process ends early or a node never reports.
     """
@@ -239,6 +257,8 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
         commands = {f"{pipeline.name}_container": _container_command(pipeline, executor, options.namespace)}
     else:
         commands = {spec.name or spec.plugin: _process_command(spec) for spec in pipeline.components}
+    if record is not None:
+        commands["bag_record"] = record_command(pipeline, options.namespace, record)
     children: list[_Child] = []
     started = time.monotonic()
     interrupted = False
@@ -399,7 +419,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pipeline", choices=sorted(PIPELINES), help="which pipeline")
     add_run_arguments(parser)
+    add_record_argument(parser)
     args = parser.parse_args(argv)
+    if args.record is not None and args.record.exists():
+        parser.error(f"--record {args.record}: exists already; bag_record writes a new bag")
     options, why = options_from(parser, args, args.pipeline)
     pipeline = PIPELINES[args.pipeline](options)
     mode = "composed in one container" if args.compose else "separate processes"
@@ -407,13 +430,17 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{options.memory} memory ({why})", flush=True)
     title = f"{pipeline.name} · {mode} · {options.memory} memory · {options.width}x{options.height}"
     try:
-        summary = run_pipeline(pipeline, options, compose=args.compose, executor=args.executor, title=title)
+        summary = run_pipeline(pipeline, options, compose=args.compose, executor=args.executor, title=title,
+                               record=args.record)
     except PipelineFailed as exc:
         print(f"{pipeline.name}: FAILED: {exc}", file=sys.stderr)
         return 1
     path = write_summary(summary, options.out_dir)
     print_outcome(summary)
     print(f"{pipeline.name}: summary {path}; preview {summary['preview_png'] or '(none written)'}")
+    if args.record is not None:
+        print(f"{pipeline.name}: recorded into {args.record} (bag_record's table: {options.out_dir / 'logs'}/"
+              "bag_record.log)")
     return 0 if summary["ok"] or summary["interrupted"] else 1
 
 
