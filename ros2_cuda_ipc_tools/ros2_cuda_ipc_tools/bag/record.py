@@ -64,6 +64,9 @@ def jpeg_encoder() -> JpegEncoder:
     if encode is None:
         raise BagError("--compressed needs the JPEG encoder of the compressed twins (ros2_cuda_ipc_core.encode_jpeg), "
                        "which this installation lacks")
+    backend = getattr(ros2_cuda_ipc_core, "jpeg_backend", None)
+    if backend is not None and backend("host") is None:
+        raise BagError("--compressed needs a JPEG encoder: pip install Pillow (or torchvision)")
     return encode
 
 
