@@ -71,11 +71,15 @@ def checker(count: str, timeout: str, width: str, height: str) -> dict:
     images, clouds = ImageReader(), PointCloudReader()
     seen = {"images": 0, "clouds": 0, "bad": [], "stamps": [], "memory": set()}
 
-    def on_image(msg: GpuImage) -> None:
+    def read(reader, msg, what: str):
         try:
-            view = images.read(msg)
+            return reader.read(msg)
         except Ros2CudaIpcError as exc:
-            seen["bad"].append(f"image unreadable: {exc}")
+            seen["bad"].append(f"{what} unreadable: {exc}")
+            return None
+
+    def on_image(msg: GpuImage) -> None:
+        if (view := read(images, msg, "image")) is None:
             return
         with view:
             seen["memory"].add(view.memory)
@@ -87,10 +91,7 @@ def checker(count: str, timeout: str, width: str, height: str) -> dict:
             seen["images"] += 1
 
     def on_cloud(msg: GpuPointCloud2) -> None:
-        try:
-            view = clouds.read(msg)
-        except Ros2CudaIpcError as exc:
-            seen["bad"].append(f"cloud unreadable: {exc}")
+        if (view := read(clouds, msg, "cloud")) is None:
             return
         with view:
             i = stamp_index(view.header.stamp)

@@ -6,35 +6,22 @@ header stamps kept.  An unreadable bag is one line and exit code 2; Ctrl-C or SI
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from ros2_cuda_ipc_core import InvalidDescriptorError, run_tool
+from ros2_cuda_ipc_core import InvalidDescriptorError
 
 from .bag_errors import BagError
 from .bag_source import BagSource
+from .cli import number_argument, run_bag_tool
 from .message_types import rclpy_class
 from .republishers import CloudRepublisher, ImageRepublisher, RawRepublisher, Republisher
 
 __all__ = ["main", "parse_args"]
 
 _POOLED = {"sensor_msgs/msg/Image": ImageRepublisher, "sensor_msgs/msg/PointCloud2": CloudRepublisher}
-
-
-def _number(minimum: float, strict: bool) -> Any:
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not math.isfinite(value) or value < minimum or (strict and value == minimum):
-            raise argparse.ArgumentTypeError(f"{text} must be a finite number {'above' if strict else 'from'} "
-                                             f"{minimum:g}")
-        return value
-    return parse
 
 
 def _remap(text: str) -> tuple[str, str]:
@@ -47,19 +34,19 @@ def _remap(text: str) -> tuple[str, str]:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="bag_play", description=__doc__.split("\n\n")[0])
     parser.add_argument("bag", metavar="BAG", help="a rosbag2 bag directory, or one .mcap / .db3 file")
-    parser.add_argument("-r", "--rate", type=_number(0.0, True), default=1.0, help="speed factor (default 1)")
+    parser.add_argument("-r", "--rate", type=number_argument(above=True), default=1.0, help="speed factor (default 1)")
     parser.add_argument("-l", "--loop", action="store_true", help="play again from the start at the end")
     parser.add_argument("--topics", nargs="+", default=[], metavar="TOPIC", help="only these topics")
     parser.add_argument("--remap", action="append", type=_remap, default=[], metavar="OLD:=NEW",
                         help="publish topic OLD as NEW (repeatable)")
     parser.add_argument("--memory", choices=("auto", "cuda", "host"), default="auto",
                         help="where the pools of images and clouds live (default auto: CUDA when usable)")
-    parser.add_argument("--start-offset", type=_number(0.0, False), default=0.0, metavar="S",
+    parser.add_argument("--start-offset", type=number_argument(), default=0.0, metavar="S",
                         help="start this many seconds into the bag")
     parser.add_argument("--block-count", type=int, default=8, help="blocks per pool (default 8)")
-    parser.add_argument("--wait-for-subscribers", type=_number(0.0, False), default=0.0, metavar="S",
+    parser.add_argument("--wait-for-subscribers", type=number_argument(), default=0.0, metavar="S",
                         help="before playing, wait up to S seconds for every topic to have a subscriber")
-    parser.add_argument("--linger", type=_number(0.0, False), default=1.0, metavar="S",
+    parser.add_argument("--linger", type=number_argument(), default=1.0, metavar="S",
                         help="keep the pools S seconds after the last message, for its readers (default 1)")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
     args = parser.parse_args(argv)
@@ -176,14 +163,7 @@ def _play_once(source: BagSource, republishers: dict[int, Republisher], start: i
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-
-    def run() -> int:
-        try:
-            return play(args)
-        except BagError as exc:
-            print(f"bag_play: {exc}", file=sys.stderr)
-            return 2
-    return run_tool(run)
+    return run_bag_tool("bag_play", lambda: play(args))
 
 
 if __name__ == "__main__":

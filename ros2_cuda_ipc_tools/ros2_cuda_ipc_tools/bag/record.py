@@ -13,25 +13,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ros2_cuda_ipc_core import run_tool
-
 from .bag_errors import BagError
+from .cli import number_argument, run_bag_tool
 from .recordings import JpegEncoder
 from .split_writer import STORAGES, SplitBagWriter
 
 __all__ = ["main", "parse_args"]
-
-
-def _positive(kind: type) -> Any:
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not value >= 0 or value != value or value == float("inf"):
-            raise argparse.ArgumentTypeError(f"{text} must be a finite number, 0 or more")
-        return value
-    return parse
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -42,9 +29,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--compressed", action="store_true",
                         help="GpuImage topics as JPEG sensor_msgs/CompressedImage (the fallback twins' encoder)")
     parser.add_argument("--jpeg-quality", type=int, default=90, choices=range(1, 101), metavar="1..100")
-    parser.add_argument("-b", "--max-bag-size", type=_positive(int), default=0, metavar="BYTES",
+    parser.add_argument("-b", "--max-bag-size", type=number_argument(int), default=0, metavar="BYTES",
                         help="start a new file past this many bytes (0: never)")
-    parser.add_argument("-d", "--max-duration", type=_positive(float), default=0.0, metavar="SECONDS",
+    parser.add_argument("-d", "--max-duration", type=number_argument(float), default=0.0, metavar="SECONDS",
                         help="start a new file after this many seconds of bag time (0: never)")
     parser.add_argument("--ring", type=int, default=8, metavar="N",
                         help="host buffers per GPU topic: frames in flight before drops (default 8)")
@@ -121,14 +108,7 @@ def record(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-
-    def run() -> int:
-        try:
-            return record(args)
-        except BagError as exc:
-            print(f"bag_record: {exc}", file=sys.stderr)
-            return 2
-    return run_tool(run)
+    return run_bag_tool("bag_record", lambda: record(args))
 
 
 if __name__ == "__main__":
