@@ -83,3 +83,39 @@ def test_1080p_bag_replays_into_cuda_pools_read_by_torch(tmp_path) -> None:
     print(f"\n1080p replay into CUDA pools: {seen['images']} of {frames} read by torch, bad {seen['bad']}, "
           f"{seconds:.1f} s for a 2.0 s bag\n{out}")
     assert seen["memory"] == ["cuda"] and seen["bad"] == [] and seen["images"] == frames
+
+
+@pytest.mark.skipif(not hasattr(__import__("ros2_cuda_ipc_core"), "encode_jpeg"),
+                    reason="the JPEG encoder of the compressed twins (ros2_cuda_ipc_core.encode_jpeg) is not here")
+def test_compressed_cuda_frames_are_encoded_on_the_gpu(tmp_path) -> None:
+    pytest.importorskip("torchvision")
+    import io
+
+    from PIL import Image
+
+    frames, width, height = 30, 1920, 1080
+    bag = tmp_path / "jpeg"
+    recorder = tool("record", "-o", str(bag), IMAGE_TOPIC, "--compressed", "--jpeg-quality", "95", "--quiet")
+    camera = peer("gpu_camera", str(frames), str(width), str(height), "15")
+    try:
+        assert json.loads(camera.stdout.readline()) == {"ready": True}
+        published = json.loads(camera.communicate(timeout=300)[0].strip().splitlines()[-1])
+        recorder.send_signal(signal.SIGINT)
+        out, err = recorder.communicate(timeout=120)
+    finally:
+        camera.kill()
+        recorder.kill()
+    assert recorder.returncode == 0, err
+    assert "JPEG of CUDA frames encoded on the GPU" in err
+    counts = counts_of(out)[IMAGE_TOPIC]
+    print(f"\n1080p rgba8 as JPEG from CUDA frames: published {published['images']}, written {counts['written']}, "
+          f"dropped {counts['dropped']}, failed {counts['failed']}\n{out}")
+    assert counts["written"] == published["images"] and counts["failed"] == 0
+    with Reader(bag) as reader:
+        for connection, _, raw in reader.messages():
+            m = TYPES.deserialize_cdr(raw, connection.msgtype)
+            assert m.format == "rgba8; jpeg compressed bgr8"
+            decoded = np.asarray(Image.open(io.BytesIO(m.data.tobytes())).convert("RGB")).astype(int)
+            expected = pattern(m.header.stamp.sec - 1000, height, width, 4)[:, :, :3].astype(int)
+            blocks = (decoded - expected).reshape(height // 8, 8, width // 8, 8, 3).mean(axis=(1, 3))
+            assert np.abs(blocks).mean() < 4

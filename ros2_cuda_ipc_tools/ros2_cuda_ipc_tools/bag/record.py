@@ -43,8 +43,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def jpeg_encoder() -> JpegEncoder:
-    """The JPEG encoder of the compressed CPU twins, by its public name in core."""
+def jpeg_encoder() -> tuple[JpegEncoder, bool]:
+    """The JPEG encoder of the compressed CPU twins, by its public name in core, and whether it encodes CUDA
+    frames on the GPU (torchvision's nvJPEG)."""
     import ros2_cuda_ipc_core
 
     encode = getattr(ros2_cuda_ipc_core, "encode_jpeg", None)
@@ -54,7 +55,7 @@ def jpeg_encoder() -> JpegEncoder:
     backend = getattr(ros2_cuda_ipc_core, "jpeg_backend", None)
     if backend is not None and backend("host") is None:
         raise BagError("--compressed needs a JPEG encoder: pip install Pillow (or torchvision)")
-    return encode
+    return encode, backend is not None and backend("cuda") == "torchvision"
 
 
 def _status_printer() -> Any:
@@ -72,13 +73,14 @@ def record(args: argparse.Namespace) -> int:
 
     from .recorder import BagRecorder
 
-    encoder = jpeg_encoder() if args.compressed else None
+    encoder, on_gpu = jpeg_encoder() if args.compressed else (None, False)
     sink = SplitBagWriter(args.output, args.storage, args.max_bag_size, args.max_duration)
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)  # our handlers: the bag is closed before rclpy goes
     recorder: BagRecorder | None = None
     try:
         recorder = BagRecorder(sink, args.topics, ring_size=args.ring, device=args.device, compressed=encoder,
-                               quality=args.jpeg_quality, print_status=None if args.quiet else _status_printer())
+                               jpeg_on_gpu=on_gpu, quality=args.jpeg_quality,
+                               print_status=None if args.quiet else _status_printer())
         while recorder.error is None:
             rclpy.spin_once(recorder, timeout_sec=0.2)
     except KeyboardInterrupt:

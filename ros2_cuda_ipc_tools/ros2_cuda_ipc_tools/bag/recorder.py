@@ -19,7 +19,7 @@ from ros2_cuda_ipc_image import ImageReader
 from ros2_cuda_ipc_msgs.msg import BufferCore
 from ros2_cuda_ipc_pointcloud import PointCloudReader
 
-from .host_ring import HostRing
+from .frame_ring import FrameRing
 from .message_types import MessageTypes, rclpy_class
 from .recordings import CloudRecording, CompressedImageRecording, GpuRecording, ImageRecording, JpegEncoder
 from .split_writer import SplitBagWriter
@@ -33,11 +33,13 @@ _GPU_CLOUD = "ros2_cuda_ipc_msgs/msg/GpuPointCloud2"
 
 
 class BagRecorder(Node):
-    """Records ``topics`` into ``sink`` until closed.  ``ring_size`` host buffers per GPU topic bound the frames
-    in flight; ``memory`` is where the frames are expected ('cuda' makes the buffers pinned and a side stream)."""
+    """Records ``topics`` into ``sink`` until closed.  ``ring_size`` buffers per GPU topic bound the frames in
+    flight (host memory; page-locked for CUDA frames, or device memory when ``jpeg_on_gpu`` encodes them there).
+    ``compressed``: images as JPEG through this encoder."""
 
     def __init__(self, sink: SplitBagWriter, topics: Sequence[str], *, ring_size: int = 8, device: int = 0,
-                 compressed: JpegEncoder | None = None, quality: int = 90, status_period: float = 1.0,
+                 compressed: JpegEncoder | None = None, jpeg_on_gpu: bool = False, quality: int = 90,
+                 status_period: float = 1.0,
                  print_status: Any = None) -> None:
         super().__init__("bag_record")
         self.sink = sink
@@ -47,9 +49,10 @@ class BagRecorder(Node):
         self.ring_size = ring_size
         self.device = device
         self._compressed = compressed
+        self._jpeg_on_gpu = jpeg_on_gpu
         self._quality = quality
         self._reader = Reader()
-        self._rings: list[HostRing] = []
+        self._rings: list[FrameRing] = []
         self._side: dict[int, Any] = {}  # device -> cuda.core side stream
         self._writer = WriterThread(sink, capacity=ring_size * max(len(self.wanted), 1) + 64)
         self._writer.start()
@@ -111,17 +114,21 @@ class BagRecorder(Node):
 
             self._recorded[topic] = self.create_subscription(message_class, topic, on_raw, qos, raw=True)
         else:
-            ring = HostRing(self.ring_size, pinned=False)
+            ring = FrameRing(self.ring_size)
             self._rings.append(ring)
             self._recorded[topic] = self.create_subscription(
                 message_class, topic, lambda msg: self._on_frame(topic, msg, recording, ring, counts), qos)
-        self.get_logger().info(f"recording {topic} ({msgtype}) as {bag_type}")
+        how = ""
+        if isinstance(recording, CompressedImageRecording):
+            how = ", JPEG of CUDA frames encoded on the GPU" if recording.cuda_ring == "device" else \
+                ", JPEG encoded from a host copy"
+        self.get_logger().info(f"recording {topic} ({msgtype}) as {bag_type}{how}")
 
     def _recording(self, msgtype: str) -> GpuRecording | None:
         if msgtype == _GPU_IMAGE:
             reader = ImageReader(self._reader)
             if self._compressed is not None:
-                return CompressedImageRecording(self.types, reader, self._compressed, self._quality)
+                return CompressedImageRecording(self.types, reader, self._compressed, self._quality, self._jpeg_on_gpu)
             return ImageRecording(self.types, reader)
         if msgtype == _GPU_CLOUD:
             return CloudRecording(self.types, PointCloudReader(self._reader))
@@ -137,7 +144,7 @@ class BagRecorder(Node):
             self._side[device] = cuda.create_stream()
         return self._side[device]
 
-    def _on_frame(self, topic: str, msg: Any, recording: GpuRecording, ring: HostRing, counts: TopicCounts) -> None:
+    def _on_frame(self, topic: str, msg: Any, recording: GpuRecording, ring: FrameRing, counts: TopicCounts) -> None:
         received = self.get_clock().now().nanoseconds
         try:
             stream = self._side_stream(int(msg.core.device_id)) if msg.core.memory == BufferCore.MEMORY_CUDA else None
@@ -148,7 +155,8 @@ class BagRecorder(Node):
             self.get_logger().warning(f"{topic}: frame not recorded: {exc}", throttle_duration_sec=5.0)
             return
         try:
-            ring.pinned = ring.pinned or view.memory == "cuda"  # buffers made from now on are page-locked
+            if view.memory == "cuda":  # buffers made from now on: page-locked, or on the GPU for a GPU encode
+                ring.kind, ring.device, ring.stream = recording.cuda_ring, view.handle.device_id, stream
             buffer = ring.take(recording.size(view))
             if buffer is None:
                 counts.add("dropped")

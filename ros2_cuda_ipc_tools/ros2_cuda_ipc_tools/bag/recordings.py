@@ -2,10 +2,11 @@
 ``CompressedImage``), a ``GpuPointCloud2`` becomes ``PointCloud2``, anything else is kept as it arrived.
 
 A GPU recording has two halves.  :meth:`download` runs in the subscription callback with the frame leased:
-it only enqueues one copy of the frame into a host buffer on the side stream and notes what the message
-needs besides the bytes.  :meth:`serialize` runs on the writer thread once that copy is done and makes the
-CDR bytes ``ros2 bag record`` would have stored for the same message (rosbags' serializer: the same
-bytes as rclpy's, padding bytes zeroed where rclpy leaves them uninitialised).
+it only enqueues one copy of the frame into a ring buffer on the side stream (host memory; device memory
+for a JPEG encoded on the GPU) and notes what the message needs besides the bytes.  :meth:`serialize` runs
+on the writer thread once that copy is done and makes the CDR bytes ``ros2 bag record`` would have stored
+for the same message (rosbags' serializer: the same bytes as rclpy's, padding bytes zeroed where rclpy
+leaves them uninitialised).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ros2_cuda_ipc_core import InvalidDescriptorError, copy_rows, copy_strided
 from ros2_cuda_ipc_image import ImageReader, ImageView, generic_encoding
 from ros2_cuda_ipc_pointcloud import PointCloudReader, PointCloudView
 
+from .frame_ring import RingBuffer, RingKind
 from .message_types import MessageTypes
 
 __all__ = ["CloudRecording", "CompressedImageRecording", "GpuRecording", "ImageRecording", "JpegEncoder",
@@ -50,6 +52,8 @@ class GpuRecording:
     """The common part: a typed reader of this topic and the rosbags type store."""
 
     msgtype = ""
+    #: Where CUDA frames are copied to: page-locked host memory, unless the recording encodes on the GPU.
+    cuda_ring: RingKind = "pinned"
 
     def __init__(self, types: MessageTypes, reader: Any) -> None:
         self.types = types
@@ -60,11 +64,11 @@ class GpuRecording:
         raise NotImplementedError
 
     def download(self, view: Any, address: int, stream: int) -> PendingFrame:
-        """Enqueue the copy of ``view`` to host ``address`` on ``stream`` (a host frame is copied now)."""
+        """Enqueue the copy of ``view`` to ``address`` (a ring buffer) on ``stream`` (a host frame is copied now)."""
         raise NotImplementedError
 
-    def serialize(self, frame: PendingFrame, data: np.ndarray) -> memoryview:
-        """The CDR bytes of the bag message, from the downloaded ``data`` (``frame.length`` bytes)."""
+    def serialize(self, frame: PendingFrame, buffer: RingBuffer) -> memoryview:
+        """The CDR bytes of the bag message, from the copy in ``buffer`` (``frame.length`` bytes)."""
         raise NotImplementedError
 
 
@@ -97,11 +101,11 @@ class ImageRecording(GpuRecording):
                             {"height": rows, "width": cols, "encoding": encoding, "step": layout.row_bytes,
                              "channels": channels})
 
-    def serialize(self, frame: PendingFrame, data: np.ndarray) -> memoryview:
+    def serialize(self, frame: PendingFrame, buffer: RingBuffer) -> memoryview:
         f = frame.fields
         msg = self.types.new(self.msgtype, header=_header(self.types, frame.header), height=f["height"],
                              width=f["width"], encoding=f["encoding"], is_bigendian=int(sys.byteorder == "big"),
-                             step=f["step"], data=data)
+                             step=f["step"], data=buffer.array((frame.length,)))
         return self.types.serialize(msg, self.msgtype)
 
 
@@ -115,10 +119,13 @@ class CompressedImageRecording(ImageRecording):
 
     msgtype = "sensor_msgs/msg/CompressedImage"
 
-    def __init__(self, types: MessageTypes, reader: ImageReader, encode: JpegEncoder, quality: int) -> None:
+    def __init__(self, types: MessageTypes, reader: ImageReader, encode: JpegEncoder, quality: int,
+                 on_gpu: bool = False) -> None:
         super().__init__(types, reader)
         self.encode = encode
         self.quality = quality
+        if on_gpu:  # CUDA frames: copied on the GPU and encoded there (nvJPEG); only the JPEG reaches the host
+            self.cuda_ring = "device"
 
     def download(self, view: ImageView, address: int, stream: int) -> PendingFrame:
         if (view.layout.encoding or "") not in _JPEG_ORDERS:
@@ -126,11 +133,11 @@ class CompressedImageRecording(ImageRecording):
                                          f"encoded (one of {', '.join(_JPEG_ORDERS)})")
         return super().download(view, address, stream)
 
-    def serialize(self, frame: PendingFrame, data: np.ndarray) -> memoryview:
+    def serialize(self, frame: PendingFrame, buffer: RingBuffer) -> memoryview:
         f = frame.fields
         shape = (f["height"], f["width"]) if f["channels"] == 1 else (f["height"], f["width"], f["channels"])
         order = _JPEG_ORDERS[f["encoding"]]
-        jpeg = self.encode(data.reshape(shape), order, self.quality)
+        jpeg = self.encode(buffer.array(shape), order, self.quality)
         written = "mono8" if order == "mono" else "bgr8"
         msg = self.types.new(self.msgtype, header=_header(self.types, frame.header),
                              format=f"{f['encoding']}; jpeg compressed {written}",
@@ -157,8 +164,9 @@ class CloudRecording(GpuRecording):
                       wait=False)
         return PendingFrame(view.header, layout.data_size, {"layout": layout, "carried": carried})
 
-    def serialize(self, frame: PendingFrame, data: np.ndarray) -> memoryview:
+    def serialize(self, frame: PendingFrame, buffer: RingBuffer) -> memoryview:
         layout, carried = frame.fields["layout"], frame.fields["carried"]
+        data = buffer.array((frame.length,))
         data[carried:] = 0
         fields = [self.types.new("sensor_msgs/msg/PointField", name=f.name, offset=f.offset, datatype=f.datatype,
                                  count=f.count) for f in layout.fields]

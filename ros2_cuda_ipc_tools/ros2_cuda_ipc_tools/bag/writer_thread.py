@@ -18,7 +18,7 @@ from typing import Any
 
 from ros2_cuda_ipc_core import Ros2CudaIpcError
 
-from .host_ring import HostBuffer, HostRing
+from .frame_ring import FrameRing, RingBuffer
 from .recordings import GpuRecording, PendingFrame
 from .split_writer import SplitBagWriter
 from .topic_counts import TopicCounts
@@ -38,8 +38,8 @@ class QueuedMessage:
     raw: bytes | None = None
     recording: GpuRecording | None = None
     frame: PendingFrame | None = None
-    buffer: HostBuffer | None = None
-    ring: HostRing | None = None
+    buffer: RingBuffer | None = None
+    ring: FrameRing | None = None
     done: Any = None  #: the cuda.core Event recorded after the copy (None: the copy was done when queued)
 
     def release(self) -> None:
@@ -102,7 +102,7 @@ class WriterThread:
                 assert message.recording is not None and message.frame is not None and message.buffer is not None
                 if message.done is not None:
                     self._wait(message.done)
-                data = message.recording.serialize(message.frame, message.buffer.bytes(message.frame.length))
+                data = message.recording.serialize(message.frame, message.buffer)
         except (Ros2CudaIpcError, ValueError, TypeError) as exc:
             message.counts.add("failed")
             log.warning("%s: a frame could not be converted: %s", message.topic, exc)
