@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from bag_peer import CLOUD_TOPIC, IMAGE_TOPIC, NOTE_TOPIC, cloud_bytes, image_bytes
 from bag_tools import TYPES, counts_of, peer, tool
+from gpu_marks import NO_GPU
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
 WIDTH, HEIGHT = 640, 480
@@ -255,6 +256,16 @@ def test_bad_input_is_one_clear_line_and_exit_code_2(case, tmp_path, recorded) -
     assert player.returncode == 2, (out, err)
     lines = [line for line in err.splitlines() if line.startswith("bag_play")]
     assert len(lines) == 1 and "Traceback" not in err, err
+
+
+@pytest.mark.skipif(NO_GPU is None, reason="a GPU is here: --memory cuda plays")
+def test_memory_cuda_without_a_gpu_is_one_line_and_exit_code_2(recorded) -> None:
+    bag, _ = recorded
+    player = tool("play", str(bag), "--memory", "cuda", "--quiet")
+    _, err = player.communicate(timeout=60)
+    assert player.returncode == 2 and "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("bag_play")]
+    assert len(lines) == 1 and lines[0].startswith("bag_play: --memory cuda:"), err
 
 
 def test_record_refuses_an_existing_bag_and_unknown_options(tmp_path) -> None:

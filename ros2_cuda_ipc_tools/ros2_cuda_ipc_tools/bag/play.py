@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ros2_cuda_ipc_core import InvalidDescriptorError
+from ros2_cuda_ipc_core import CudaUnavailableError, InvalidDescriptorError
 
 from .bag_errors import BagError
 from .bag_source import BagSource
@@ -88,6 +88,8 @@ def _republishers(node: Any, source: BagSource, args: argparse.Namespace) -> dic
             if first is not None:
                 try:
                     republisher.prepare(first)
+                except CudaUnavailableError as exc:
+                    raise BagError(f"--memory {args.memory}: {exc}") from None
                 except (InvalidDescriptorError, ValueError) as exc:
                     print(f"bag_play: {connection.topic}: the first message sizes no pool ({exc}); "
                           "the next one that does will", file=sys.stderr)

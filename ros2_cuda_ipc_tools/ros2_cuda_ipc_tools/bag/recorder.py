@@ -44,7 +44,7 @@ class BagRecorder(Node):
         super().__init__("bag_record")
         self.sink = sink
         self.status = RecordStatus()
-        self.wanted = list(dict.fromkeys(topics))
+        self.wanted = list(dict.fromkeys(self.resolve_topic_name(t) for t in topics))  # 'a/b' is '/a/b'
         self.types = MessageTypes()
         self.ring_size = ring_size
         self.device = device
