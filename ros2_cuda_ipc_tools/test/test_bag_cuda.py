@@ -19,11 +19,12 @@ from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 pytestmark = [needs_gpu, pytest.mark.timeout(600)]
 
 
-def test_4k_rgba8_at_30_hz_records_without_drops(tmp_path) -> None:
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_4k_rgba8_at_30_hz_records_without_drops(tmp_path, storage) -> None:
     pytest.importorskip("torch")
     frames, width, height = 150, 3840, 2160
     bag = tmp_path / "uhd"
-    recorder = tool("record", "-o", str(bag), IMAGE_TOPIC, "--ring", "16")
+    recorder = tool("record", "-o", str(bag), IMAGE_TOPIC, "--ring", "16", "--storage", storage)
     camera = peer("gpu_camera", str(frames), str(width), str(height), "30")
     try:
         assert json.loads(camera.stdout.readline()) == {"ready": True}
@@ -40,7 +41,7 @@ def test_4k_rgba8_at_30_hz_records_without_drops(tmp_path) -> None:
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     size = sum(p.stat().st_size for p in bag.iterdir())
     free = shutil.disk_usage(tmp_path).free
-    print(f"\n4K rgba8 30 Hz: published {published['images']} ({published['late']} late, "
+    print(f"\n4K rgba8 30 Hz, {storage}: published {published['images']} ({published['late']} late, "
           f"{published['seconds']:.1f} s), written {counts['written']}, dropped {counts['dropped']}, "
           f"failed {counts['failed']}; bag {size / 1e9:.2f} GB at {size / 1e6 / published['seconds']:.0f} MB/s; "
           f"recorder CPU {cpu:.1f} s = {1000 * cpu / max(counts['written'], 1):.1f} ms a frame; disk free "
