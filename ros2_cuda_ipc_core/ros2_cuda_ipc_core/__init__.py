@@ -11,6 +11,7 @@ from .cross_device import CROSS_DEVICE_MODES, CrossDevice
 from .cuda_array import CudaArray
 from .cuda_driver import device_count as cuda_device_count
 from .dlpack_dtype import DLPackDType
+from .download import BackgroundDownload
 from .errors import (
     CudaDriverError,
     CudaUnavailableError,
@@ -20,6 +21,7 @@ from .errors import (
     Ros2CudaIpcError,
     StaleDescriptorError,
 )
+from .jpeg import ChannelOrder, JpegUnavailableError, encode_jpeg, jpeg_backend
 from .message_bytes import message_bytes
 from .pool import DEFAULT_REUSE_DELAY, BlockManager, MemoryKind, check_reuse_delay
 from .publish_block import PublishBlock
@@ -32,16 +34,23 @@ from .typed import (
     ArrayProtocols,
     ArrayView,
     BlockLayout,
+    CpuTwins,
     DownloadBridge,
+    FallbackMode,
+    Route,
     StridedLayout,
     StridedSource,
+    TwinSpec,
+    TwinUpload,
     TypedFrame,
     TypedMessage,
     TypedPublisher,
     TypedReader,
+    TypedSubscription,
     TypedView,
     UploadBridge,
     strided_source,
+    twin_topic,
 )
 
 __all__ = [
@@ -49,38 +58,50 @@ __all__ = [
     "DEFAULT_REUSE_DELAY",
     "ArrayProtocols",
     "ArrayView",
+    "BackgroundDownload",
     "BlockLayout",
     "BlockManager",
     "CrossDevice",
+    "ChannelOrder",
+    "CpuTwins",
     "CudaArray",
     "CudaDriverError",
     "CudaUnavailableError",
     "DLPackDType",
     "DeviceMismatchError",
     "DownloadBridge",
+    "FallbackMode",
     "InvalidDescriptorError",
+    "JpegUnavailableError",
     "MemoryKind",
     "PoolUnavailableError",
     "PublishBlock",
     "ReadHandle",
     "Reader",
     "Ros2CudaIpcError",
+    "Route",
     "StaleDescriptorError",
     "StreamLike",
     "StridedLayout",
     "StridedSource",
+    "TwinSpec",
+    "TwinUpload",
     "TypedFrame",
     "TypedMessage",
     "TypedPublisher",
     "TypedReader",
+    "TypedSubscription",
     "TypedView",
     "UploadBridge",
     "check_reuse_delay",
     "copy_rows",
     "copy_strided",
     "cuda_device_count",
+    "encode_jpeg",
+    "jpeg_backend",
     "message_bytes",
     "run_nodes",
     "run_tool",
     "strided_source",
+    "twin_topic",
 ]

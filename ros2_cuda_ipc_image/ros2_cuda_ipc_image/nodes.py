@@ -16,6 +16,7 @@ from ros2_cuda_ipc_msgs.msg import GpuImage
 from .bridge import publish_image_msg, to_image_msg
 from .publisher import ImagePublisher
 from .reader import ImageReader
+from .subscription import image_fits
 from .view import ImageView
 
 
@@ -34,8 +35,7 @@ class ImageToGpu(UploadBridge[ImagePublisher]):
         super().__init__("image_to_gpu", Image, "image", "image", **kwargs)
 
     def fits(self, publisher: ImagePublisher, msg: Image) -> bool:
-        layout = publisher.layout
-        return (layout.shape[:2], layout.encoding, layout.strides[0]) == ((msg.height, msg.width), msg.encoding, msg.step)
+        return image_fits(publisher, msg)
 
     def make_publisher(self, msg: Image) -> ImagePublisher:
         return ImagePublisher(self, "gpu_image", width=msg.width, height=msg.height, encoding=msg.encoding,

@@ -5,13 +5,25 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from sensor_msgs.msg import CompressedImage, Image
 
-from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, MemoryKind, StreamLike, TypedPublisher, copy_rows, strided_source
+from ros2_cuda_ipc_core import (
+    DEFAULT_REUSE_DELAY,
+    MemoryKind,
+    StreamLike,
+    TwinSpec,
+    TypedPublisher,
+    copy_rows,
+    strided_source,
+)
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
+from .bridge import to_image_msg
+from .compressed import DEFAULT_JPEG_QUALITY, JPEG_ORDERS, to_compressed_image_msg
 from .encodings import check_consistent, encoding_layout
 from .frame import ImageFrame
 from .layout import ImageLayout, packed_layout
+from .reader import ImageReader
 
 
 class ImagePublisher(TypedPublisher[ImageLayout, GpuImage]):
@@ -20,12 +32,19 @@ class ImagePublisher(TypedPublisher[ImageLayout, GpuImage]):
     Give either ``encoding`` or ``dtype`` + ``channels``.  Rows are ``row_stride`` bytes apart,
     by default the row size rounded up to ``row_alignment``.  ``block_count``, ``memory``, ``device``
     and ``reuse_delay`` (seconds before a published block is reused) configure the pool as in ``TypedPublisher``.
+
+    CPU twins (``fallback``, ``fallback_rate``, ``fallback_topic`` as in ``TypedPublisher``): a
+    ``sensor_msgs/Image`` on ``<resolved topic>/cpu`` and, for 8-bit encodings, its JPEG
+    ``sensor_msgs/CompressedImage`` on ``<resolved topic>/cpu/compressed``, each fed only while subscribed.
+    ``jpeg_quality`` (1..100) defaults to the node's ``jpeg_quality`` parameter (declared if absent; 80).
     """
 
     def __init__(self, node: Any, topic: str, *, width: int, height: int, encoding: str | None = None,
                  dtype: Any = None, channels: int | None = None, row_alignment: int = 1, row_stride: int | None = None,
                  block_count: int = 4, memory: MemoryKind = "auto", device: int = 0, qos: Any = 10,
-                 reuse_delay: float = DEFAULT_REUSE_DELAY) -> None:
+                 reuse_delay: float = DEFAULT_REUSE_DELAY, fallback: bool = True, fallback_rate: float = 0.0,
+                 fallback_topic: str | None = None, jpeg_quality: int | None = None) -> None:
+        self.jpeg_quality = _jpeg_quality(node, jpeg_quality) if node is not None and fallback else DEFAULT_JPEG_QUALITY
         if encoding:
             enc_dtype, enc_channels = encoding_layout(encoding)
             dtype = enc_dtype if dtype is None else np.dtype(dtype)
@@ -41,7 +60,19 @@ class ImagePublisher(TypedPublisher[ImageLayout, GpuImage]):
         if stride < row_bytes:
             raise ValueError(f"row_stride {stride} is shorter than a row of {row_bytes} bytes")
         super().__init__(node, topic, GpuImage, packed_layout(height, width, channels, dtype, stride, encoding or ""),
-                         block_count=block_count, memory=memory, device=device, qos=qos, reuse_delay=reuse_delay)
+                         block_count=block_count, memory=memory, device=device, qos=qos, reuse_delay=reuse_delay,
+                         fallback=fallback, fallback_rate=fallback_rate, fallback_topic=fallback_topic)
+
+    def twin_specs(self, base_topic: str) -> list[TwinSpec]:
+        specs = [TwinSpec(Image, base_topic, to_image_msg)]
+        if self.layout.encoding in JPEG_ORDERS:
+            quality = self.jpeg_quality
+            specs.append(TwinSpec(CompressedImage, f"{base_topic}/compressed",
+                                  lambda view: to_compressed_image_msg(view, quality), "encodes"))
+        return specs
+
+    def twin_reader(self) -> ImageReader:
+        return ImageReader()
 
     def borrow(self, timeout: float = 0.0) -> ImageFrame | None:
         """A writable frame, or None if every block is still in use after ``timeout`` seconds."""
@@ -71,3 +102,14 @@ class ImagePublisher(TypedPublisher[ImageLayout, GpuImage]):
             copy_rows(frame.device_ptr, self.layout.strides[0], source.address, src.strides[0], self.layout.row_bytes,
                       self.layout.shape[0], cuda_device=device, stream=stream)
             return frame.publish(stream, header)
+
+
+def _jpeg_quality(node: Any, quality: int | None) -> int:
+    """``quality`` if given, else the node's ``jpeg_quality`` parameter (declared here when absent); 1..100."""
+    if quality is None:
+        if not node.has_parameter("jpeg_quality"):
+            node.declare_parameter("jpeg_quality", DEFAULT_JPEG_QUALITY)
+        quality = int(node.get_parameter("jpeg_quality").value)
+    if not 1 <= quality <= 100:
+        raise ValueError(f"jpeg_quality {quality} is outside 1..100")
+    return quality

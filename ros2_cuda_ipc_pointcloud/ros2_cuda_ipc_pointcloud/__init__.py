@@ -9,6 +9,7 @@ from .named_layouts import NAMED_LAYOUTS
 from .publisher import PointCloudPublisher
 from .reader import PointCloudReader
 from .repack import repack
+from .subscription import CloudTwinUpload, PointCloudSubscription
 from .view import PointCloudView
 from .voxel import numpy_voxel_downsample, voxel_downsample
 
@@ -19,9 +20,11 @@ __all__ = [
     "CloudField",
     "CloudFrame",
     "CloudLayout",
+    "CloudTwinUpload",
     "FieldGeometry",
     "PointCloudPublisher",
     "PointCloudReader",
+    "PointCloudSubscription",
     "PointCloudView",
     "fields_from_dtype",
     "numpy_voxel_downsample",

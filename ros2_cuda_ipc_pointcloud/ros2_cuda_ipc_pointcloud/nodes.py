@@ -15,9 +15,9 @@ from ros2_cuda_ipc_core import DownloadBridge, UploadBridge, run_nodes
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 
 from .bridge import publish_pointcloud2_msg, to_pointcloud2_msg
-from .layout import CloudLayout
 from .publisher import PointCloudPublisher
 from .reader import PointCloudReader
+from .subscription import cloud_fits, cloud_publisher
 from .view import PointCloudView
 
 
@@ -40,15 +40,11 @@ class PointCloud2ToGpu(UploadBridge[PointCloudPublisher]):
         super().__init__("pointcloud2_to_gpu", PointCloud2, "points", "cloud", **kwargs)
 
     def fits(self, publisher: PointCloudPublisher, msg: PointCloud2) -> bool:
-        cloud, mine = CloudLayout.from_message(msg), publisher.layout
-        return (cloud.fields, cloud.point_step) == (mine.fields, mine.point_step) and cloud.height <= mine.height \
-            and cloud.width <= mine.width and cloud.data_size <= publisher.pool.block_size
+        return cloud_fits(publisher, msg)
 
     def make_publisher(self, msg: PointCloud2) -> PointCloudPublisher:
-        cloud = CloudLayout.from_message(msg).validate(len(msg.data))
-        return PointCloudPublisher(self, "gpu_points", fields=list(msg.fields), width=cloud.width, height=cloud.height,
-                                   point_step=cloud.point_step, row_step=cloud.row_step, block_count=self.block_count,
-                                   memory=self.memory, reuse_delay=self.reuse_delay)
+        return cloud_publisher(self, "gpu_points", msg, block_count=self.block_count, memory=self.memory,
+                               reuse_delay=self.reuse_delay)
 
     def upload(self, publisher: PointCloudPublisher, msg: PointCloud2) -> GpuPointCloud2 | None:
         return publish_pointcloud2_msg(publisher, msg)

@@ -5,13 +5,24 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from sensor_msgs.msg import PointCloud2
 
-from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, MemoryKind, StreamLike, TypedPublisher, copy_strided, strided_source
+from ros2_cuda_ipc_core import (
+    DEFAULT_REUSE_DELAY,
+    MemoryKind,
+    StreamLike,
+    TwinSpec,
+    TypedPublisher,
+    copy_strided,
+    strided_source,
+)
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 
+from .bridge import to_pointcloud2_msg
 from .fields import fields_from_dtype
 from .frame import CloudFrame
 from .layout import CloudLayout
+from .reader import PointCloudReader
 from .repack import repack
 
 
@@ -23,17 +34,27 @@ class PointCloudPublisher(TypedPublisher[CloudLayout, GpuPointCloud2]):
     ``"livox"``).  ``width`` x ``height`` is the capacity; unorganized clouds (height 1) say at
     ``publish(width=n)`` how many points a message carries.  ``block_count``, ``memory``, ``device`` and
     ``reuse_delay`` (seconds before a published block is reused) configure the pool as in ``TypedPublisher``.
+    Its CPU twin (``fallback``, ``fallback_rate``, ``fallback_topic`` as in ``TypedPublisher``) is a
+    ``sensor_msgs/PointCloud2`` on ``<resolved topic>/cpu``, fed only while subscribed.
     """
 
     def __init__(self, node: Any, topic: str, *, fields: Any, width: int, height: int = 1,
                  point_step: int | None = None, row_step: int | None = None, block_count: int = 4,
                  memory: MemoryKind = "auto", device: int = 0, qos: Any = 10,
-                 reuse_delay: float = DEFAULT_REUSE_DELAY) -> None:
+                 reuse_delay: float = DEFAULT_REUSE_DELAY, fallback: bool = True, fallback_rate: float = 0.0,
+                 fallback_topic: str | None = None) -> None:
         if width <= 0 or height <= 0:
             raise ValueError(f"width={width} and height={height} must be positive (they are the capacity)")
         layout = CloudLayout.create(fields, width, height, point_step, row_step)
         super().__init__(node, topic, GpuPointCloud2, layout, block_count=block_count, memory=memory, device=device,
-                         qos=qos, reuse_delay=reuse_delay)
+                         qos=qos, reuse_delay=reuse_delay, fallback=fallback, fallback_rate=fallback_rate,
+                         fallback_topic=fallback_topic)
+
+    def twin_specs(self, base_topic: str) -> list[TwinSpec]:
+        return [TwinSpec(PointCloud2, base_topic, to_pointcloud2_msg)]
+
+    def twin_reader(self) -> PointCloudReader:
+        return PointCloudReader()
 
     def borrow(self, timeout: float = 0.0) -> CloudFrame | None:
         """A writable cloud of the full capacity, or None if every block is still in use after ``timeout`` seconds."""

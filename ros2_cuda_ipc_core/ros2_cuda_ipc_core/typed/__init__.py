@@ -13,20 +13,30 @@ from .layout import BlockLayout, StridedLayout, TypedMessage
 from .publisher import TypedPublisher
 from .reader import TypedReader
 from .source import StridedSource, strided_source
+from .subscription import FallbackMode, Route, TypedSubscription
+from .twins import CpuTwins, TwinSpec, twin_topic
+from .upload import TwinUpload
 from .view import TypedView
 
 __all__ = [
     "ArrayProtocols",
     "ArrayView",
     "BlockLayout",
+    "CpuTwins",
     "DownloadBridge",
+    "FallbackMode",
+    "Route",
     "StridedLayout",
     "StridedSource",
+    "TwinSpec",
+    "TwinUpload",
     "TypedFrame",
     "TypedMessage",
     "TypedPublisher",
     "TypedReader",
+    "TypedSubscription",
     "TypedView",
     "UploadBridge",
     "strided_source",
+    "twin_topic",
 ]

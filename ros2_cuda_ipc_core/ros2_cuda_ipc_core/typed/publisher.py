@@ -11,9 +11,11 @@ from ..publish_block import PublishBlock
 from ..streams import StreamLike
 from ..transfer import copy_rows
 from .layout import BlockLayout, TypedMessage
+from .twins import CpuTwins, TwinSpec, twin_topic
 
 if TYPE_CHECKING:
     from .frame import TypedFrame
+    from .reader import TypedReader
 
 L = TypeVar("L", bound=BlockLayout)
 M = TypeVar("M", bound=TypedMessage)
@@ -27,27 +29,55 @@ class TypedPublisher(Generic[L, M]):
     A published block is reused only ``reuse_delay`` seconds later (default 10 ms, so that its descriptor
     is not overtaken in flight): ``block_count / reuse_delay`` publishes a second at most, 400 with the
     defaults; 0 lets a block be reused as soon as its readers let go.  Negative or non-finite: ValueError.
+
+    CPU twins (DESIGN §11): a subclass that offers :meth:`twin_specs` also advertises ``sensor_msgs`` twins
+    named by :func:`twin_topic` from the resolved topic (or ``fallback_topic``) and feeds them only while they
+    have subscribers, at most ``fallback_rate`` Hz (0: every frame), off the publishing thread
+    (:attr:`twins`, ``fallback_stats()``).  ``fallback=False`` advertises none.  ``node=None`` makes a local
+    publisher: its messages are returned, never sent (the subscriptions' uploads of fallback frames).
     """
 
     def __init__(self, node: Any, topic: str, message_type: type[M], layout: L, *, block_size: int | None = None,
                  block_count: int = 4, memory: MemoryKind = "auto", device: int = 0, qos: Any = 10,
-                 reuse_delay: float = DEFAULT_REUSE_DELAY) -> None:
+                 reuse_delay: float = DEFAULT_REUSE_DELAY, fallback: bool = True, fallback_rate: float = 0.0,
+                 fallback_topic: str | None = None) -> None:
         self.layout = layout
         self.message_type = message_type
         self.pool = BlockManager(block_size or layout.padded_extent, block_count=block_count, memory=memory,
                                  device=device, reuse_delay=reuse_delay)
         self.topic = topic
         self._node = node
-        self._publisher = node.create_publisher(message_type, topic, qos)
+        self._publisher = None if node is None else node.create_publisher(message_type, topic, qos)
+        self.twins: CpuTwins | None = None
+        if self._publisher is not None and fallback:
+            base = fallback_topic or twin_topic(str(self._publisher.topic_name))
+            specs = self.twin_specs(base)
+            if specs:
+                reader = self.twin_reader()
+                cuda = self.pool.device if self.pool.memory == "cuda" else None
+                self.twins = CpuTwins(node, specs, reader.read, qos=qos, rate=fallback_rate, cuda_device=cuda,
+                                      name=str(self._publisher.topic_name))
         # The next message is built ahead, after the previous publish: constructing one (its header, core and
         # arrays) costs more than the rest of a publish at camera rates, and it would sit between stamp and send.
         self._spare: list[M] = [message_type()]
+
+    def twin_specs(self, base_topic: str) -> list[TwinSpec]:
+        """The CPU twins of this publisher, the first on ``base_topic``; none by default."""
+        return []
+
+    def twin_reader(self) -> TypedReader[L, M, Any]:
+        """A typed reader of this publisher's own messages, for the twins' downloads."""
+        raise NotImplementedError
+
+    def fallback_stats(self) -> dict[str, int]:
+        """The twins' counters (:meth:`CpuTwins.stats`); empty without twins."""
+        return {} if self.twins is None else self.twins.stats()
 
     @property
     def subscription_count(self) -> int:
         """Subscriptions the middleware has matched with this publisher now; a message published before a
         subscription matched does not reach it (volatile durability), so wait for this, not for the ROS graph."""
-        return int(self._publisher.get_subscription_count())
+        return 0 if self._publisher is None else int(self._publisher.get_subscription_count())
 
     def borrow(self, timeout: float = 0.0) -> TypedFrame[L, M] | None:
         """A writable frame of :attr:`layout`, or None if every block is still in use after ``timeout`` seconds."""
@@ -73,9 +103,12 @@ class TypedPublisher(Generic[L, M]):
         layout.fill_message(msg)
         size = byte_size or min(block.capacity, max(layout.byte_extent, layout.padded_extent))
         block.prepare_publish(stream, size, into=msg.core)
-        self._publisher.publish(msg)
+        if self._publisher is not None:
+            self._publisher.publish(msg)
         if not self._spare:
             self._spare.append(self.message_type())
+        if self.twins is not None:
+            self.twins.offer(msg)
         return msg
 
     def publish_bytes(self, data: bytes | memoryview, layout: L | None = None, header: Any = None) -> M | None:
@@ -97,7 +130,12 @@ class TypedPublisher(Generic[L, M]):
             return self.publish_block(block, layout, None, header, byte_size=max(len(host), layout.byte_extent))
 
     def close(self) -> None:
-        self._node.destroy_publisher(self._publisher)
+        if self.twins is not None:
+            self.twins.close()
+            self.twins = None
+        if self._publisher is not None:
+            self._node.destroy_publisher(self._publisher)
+            self._publisher = None
         self.pool.close()
 
     def __enter__(self: _Publisher) -> _Publisher:

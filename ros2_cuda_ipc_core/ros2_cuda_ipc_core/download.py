@@ -1,0 +1,133 @@
+"""``BackgroundDownload``: work on leased frames (a download, a JPEG encode) off the caller's thread, on a side stream.
+
+The caller takes the lease (a read ordered on :attr:`BackgroundDownload.stream` after the frame's ready
+event: never a host-side wait) and hands the view over; one worker thread runs the work and closes the
+view, so the lease is held only until the copy is done.  At most one frame is in work: a frame offered
+while the worker is busy is refused (the caller counts it dropped), so a slow consumer of downloads
+never holds more than one block and never blocks the caller.  The typed publishers' CPU twins and the
+bag recorder use it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from .stats import Counters
+
+log = logging.getLogger("ros2_cuda_ipc")
+V = TypeVar("V")
+
+__all__ = ["BackgroundDownload"]
+
+
+class BackgroundDownload:
+    """One worker thread and, for CUDA, one non-blocking side stream on ``cuda_device`` (None: host frames).
+
+    Counters: ``submitted``, ``busy_drops`` (refused while the worker was busy), ``failed`` (work that raised:
+    logged, never raised), ``done``.
+    """
+
+    def __init__(self, name: str, cuda_device: int | None = None) -> None:
+        self.name = name
+        self.cuda_device = cuda_device
+        self.counters = Counters("submitted", "busy_drops", "failed", "done")
+        self._stream = 0
+        self._job: tuple[Any, Callable[[Any], None]] | None = None
+        self._wake = threading.Condition()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    @property
+    def stream(self) -> int:
+        """The raw CUstream to lease frames on (created on first use; 0 for host frames)."""
+        if self.cuda_device is not None and not self._stream:
+            self._stream = _create_stream(self.cuda_device)
+        return self._stream
+
+    @property
+    def busy(self) -> bool:
+        return self._job is not None
+
+    def submit(self, lease: Callable[[int], V], work: Callable[[V], None]) -> bool:
+        """Lease a frame now (``lease(stream)`` returns a closable view) and run ``work(view)`` on the worker.
+
+        False, with nothing leased, if a frame is still in work or this is closed.  The view is closed
+        when the work returns or raises.
+        """
+        with self._wake:
+            if self._closed or self._job is not None:
+                self.counters.add("busy_drops")
+                return False
+            view = lease(self.stream)
+            self._job = (view, work)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=f"download {self.name}", daemon=True)
+                self._thread.start()
+            self._wake.notify()
+        self.counters.add("submitted")
+        return True
+
+    def _run(self) -> None:
+        if self.cuda_device is not None:  # our own thread: its driver calls need a current context
+            from .cuda_context import make_current
+
+            make_current(self.cuda_device)
+        while True:
+            with self._wake:
+                while self._job is None and not self._closed:
+                    self._wake.wait()
+                if self._job is None:
+                    return
+                view, work = self._job
+            try:
+                work(view)
+                self.counters.add("done")
+            except Exception as exc:  # a frame that cannot be converted is this frame's loss, not the node's
+                self.counters.add("failed")
+                log.warning("%s: a frame's background work failed: %s: %s", self.name, type(exc).__name__, exc)
+            finally:
+                view.close()
+                with self._wake:
+                    self._job = None
+
+    def stats(self) -> dict[str, int]:
+        return self.counters.snapshot()
+
+    def close(self) -> None:
+        """Finish the frame in work, stop the worker and destroy the side stream."""
+        with self._wake:
+            self._closed = True
+            self._wake.notify()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        if self._stream:
+            _destroy_stream(self.cuda_device or 0, self._stream)
+            self._stream = 0
+
+    def __enter__(self) -> BackgroundDownload:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _create_stream(device: int) -> int:
+    from .cuda_context import driver, on_device
+    from .cuda_driver import driver_call
+
+    cu = driver()
+    with on_device(device):
+        return int(driver_call(cu.cuStreamCreate, cu.CUstream_flags.CU_STREAM_NON_BLOCKING))
+
+
+def _destroy_stream(device: int, stream: int) -> None:
+    from .cuda_context import driver, on_device
+    from .cuda_driver import driver_call
+
+    cu = driver()
+    with on_device(device):
+        driver_call(cu.cuStreamDestroy, cu.CUstream(stream))

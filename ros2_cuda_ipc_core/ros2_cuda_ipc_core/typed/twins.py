@@ -1,0 +1,115 @@
+"""The CPU twins of a typed publisher (DESIGN §11): ``sensor_msgs`` topics fed only while someone subscribes.
+
+Every frame published on the descriptor topic is offered to the twins.  With no twin subscribed the
+offer costs one ``get_subscription_count`` per twin and nothing is leased, downloaded or encoded.  With
+one, the publisher's own block is leased (same-process path, ordered on a side stream after the frame's
+ready event) and handed to a :class:`BackgroundDownload` worker that converts and publishes, so the
+zero-copy readers never wait for it; a frame offered while the worker is busy is dropped and counted.
+
+Topic names follow one rule, :func:`twin_topic`: the descriptor topic's resolved name plus ``/cpu``
+(images add the ``/compressed`` sibling, as image_transport pairs them).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..download import BackgroundDownload
+from ..errors import Ros2CudaIpcError
+from ..stats import Counters
+
+__all__ = ["CpuTwins", "TwinSpec", "twin_topic"]
+
+#: What :func:`twin_topic` appends to the descriptor topic.
+TWIN_SUFFIX = "/cpu"
+
+
+def twin_topic(topic: str) -> str:
+    """The base CPU twin topic of descriptor topic ``topic`` (its resolved name): ``/camera/gpu`` -> ``/camera/gpu/cpu``."""
+    return topic.rstrip("/") + TWIN_SUFFIX
+
+
+@dataclass(frozen=True)
+class TwinSpec:
+    """One CPU twin: its message type, topic, how a leased view becomes its message, and the work it counts.
+
+    ``work`` names the counter one conversion bumps (``"downloads"`` or ``"encodes"``).
+    """
+
+    message_type: type
+    topic: str
+    convert: Callable[[Any], Any]
+    work: str = "downloads"
+
+
+class CpuTwins:
+    """The twins of one typed publisher: advertised at once, fed lazily, at most ``rate`` Hz (0: every frame).
+
+    ``read(msg, stream)`` leases the publisher's own block of a just-published message as a typed view.
+    ``cuda_device`` is the pool's device for CUDA pools (the side stream lives there), None for host pools.
+    """
+
+    def __init__(self, node: Any, specs: Sequence[TwinSpec], read: Callable[[Any, int], Any], *, qos: Any = 10,
+                 rate: float = 0.0, cuda_device: int | None = None, name: str = "twins") -> None:
+        if not rate >= 0.0:
+            raise ValueError(f"fallback_rate {rate} must be 0 (every frame) or a positive rate in Hz")
+        self.specs = tuple(specs)
+        self.rate = float(rate)
+        self._node = node
+        self._read = read
+        self._pairs = [(spec, node.create_publisher(spec.message_type, spec.topic, qos)) for spec in self.specs]
+        self._worker = BackgroundDownload(name, cuda_device)
+        self._last = float("-inf")
+        self.counters = Counters("offered", "idle", "rate_skips", "leased", "lease_failures", "downloads", "encodes",
+                                 *(f"published {spec.topic}" for spec in self.specs))
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        return tuple(spec.topic for spec in self.specs)
+
+    def subscription_counts(self) -> dict[str, int]:
+        """Subscriptions matched with each twin now, by topic."""
+        return {spec.topic: int(pub.get_subscription_count()) for spec, pub in self._pairs}
+
+    def offer(self, msg: Any) -> None:
+        """Called after ``msg`` went out on the descriptor topic: feed the twins that have subscribers, if any."""
+        self.counters.add("offered")
+        wanted = [(spec, pub) for spec, pub in self._pairs if pub.get_subscription_count()]
+        if not wanted:
+            self.counters.add("idle")
+            return
+        now = time.monotonic()
+        if self.rate and now - self._last < 1.0 / self.rate:
+            self.counters.add("rate_skips")
+            return
+        try:
+            leased = self._worker.submit(lambda stream: self._read(msg, stream), lambda view: self._convert(view, wanted))
+        except Ros2CudaIpcError:  # the block moved on already (reuse_delay 0): this frame's twins are lost
+            self.counters.add("lease_failures")
+            return
+        if leased:
+            self._last = now
+            self.counters.add("leased")
+
+    def _convert(self, view: Any, wanted: list[tuple[TwinSpec, Any]]) -> None:
+        for spec, pub in wanted:
+            out = spec.convert(view)
+            self.counters.add(spec.work)
+            pub.publish(out)
+            self.counters.add(f"published {spec.topic}")
+
+    def stats(self) -> dict[str, int]:
+        """Offers, frames leased for the twins, downloads, encodes, messages published per twin, and the
+        worker's ``busy_drops`` (frames dropped because the previous one was still in work) and ``failed``."""
+        worker = self._worker.stats()
+        return {**self.counters.snapshot(), "busy_drops": worker["busy_drops"], "failed": worker["failed"]}
+
+    def close(self) -> None:
+        """Finish the frame in work, then withdraw the twin topics."""
+        self._worker.close()
+        pairs, self._pairs = self._pairs, []
+        for _spec, pub in pairs:
+            self._node.destroy_publisher(pub)

@@ -1,0 +1,106 @@
+"""The JPEG encoder (Pillow on the host, nvJPEG through torchvision on the GPU) and BackgroundDownload."""
+
+import io
+import threading
+
+import numpy as np
+import pytest
+from gpu_marks import needs_gpu
+
+from ros2_cuda_ipc_core import BackgroundDownload, JpegUnavailableError, encode_jpeg, jpeg, jpeg_backend
+
+
+def gradient(channels: int = 3) -> np.ndarray:
+    rows, cols = np.mgrid[:40, :56]
+    planes = [(rows * 5) % 256, cols * 4, 200 - cols * 3, np.full_like(rows, 9)][:channels]
+    return np.stack(planes, axis=-1).astype(np.uint8)
+
+
+def decode(data: bytes, mode: str) -> np.ndarray:
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(data)).convert(mode))
+
+
+@pytest.mark.parametrize("order, channels", [("rgb", 3), ("bgr", 3), ("rgba", 4), ("bgra", 4)])
+def test_host_images_decode_to_their_colours(order, channels):
+    image = gradient(channels)
+    rgb = image[:, :, [2, 1, 0]] if order.startswith("bgr") else image[:, :, :3]
+    decoded = decode(encode_jpeg(image, order, 95), "RGB")
+    assert np.abs(decoded.astype(int) - rgb).mean() < 2.0
+
+
+def test_mono_and_padded_rows():
+    padded = np.zeros((40, 64), np.uint8)
+    padded[:, :56] = gradient(1)[:, :, 0]
+    view = padded[:, :56]  # rows 64 bytes apart
+    assert np.abs(decode(encode_jpeg(view, "mono", 95), "L").astype(int) - view).mean() < 2.0
+
+
+def test_refusals():
+    with pytest.raises(ValueError, match="quality 0"):
+        encode_jpeg(gradient(), "rgb", 0)
+    with pytest.raises(ValueError, match="no rgba 8-bit image"):
+        encode_jpeg(gradient(3), "rgba")
+    with pytest.raises(ValueError, match="no rgb 8-bit image"):
+        encode_jpeg(gradient().astype(np.uint16), "rgb")
+
+
+def test_no_encoder_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(jpeg.importlib.util, "find_spec", lambda name: None)
+    assert jpeg_backend("host") is None
+    with pytest.raises(JpegUnavailableError, match="pip install Pillow"):
+        encode_jpeg(gradient(), "rgb")
+
+
+@needs_gpu
+def test_a_cuda_frame_is_encoded_on_the_gpu_without_a_host_copy(monkeypatch):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchvision")
+
+    def no_download(*args):
+        raise AssertionError("the raw frame was copied to the host")
+
+    monkeypatch.setattr(jpeg, "_host_array", no_download)
+    image = gradient()
+    stream = torch.cuda.Stream()
+    cuda = torch.from_numpy(image).cuda()
+    torch.cuda.synchronize()
+    assert jpeg_backend("cuda") == "torchvision"
+    decoded = decode(encode_jpeg(cuda, "bgr", 95, stream=stream), "RGB")
+    assert np.abs(decoded.astype(int) - image[:, :, [2, 1, 0]]).mean() < 2.0
+
+
+class Closable:
+    def __init__(self):
+        self.closed = threading.Event()
+
+    def close(self):
+        self.closed.set()
+
+
+def test_background_download_runs_one_frame_at_a_time_and_drops_while_busy():
+    release, ran = threading.Event(), []
+    leased = []
+
+    def lease(stream):
+        leased.append(stream)
+        return Closable()
+
+    with BackgroundDownload("test") as worker:
+        first = Closable()
+        assert worker.submit(lambda stream: first, lambda view: (release.wait(10), ran.append(view)))
+        assert not worker.submit(lease, ran.append)  # busy: refused, nothing leased
+        assert leased == [] and worker.stats()["busy_drops"] == 1
+        release.set()
+        assert first.closed.wait(10)  # the view is closed once its work is done
+    assert ran == [first] and worker.stats()["done"] == 1
+
+
+def test_background_work_that_raises_is_counted_and_its_view_closed():
+    view = Closable()
+    with BackgroundDownload("test") as worker:
+        assert worker.submit(lambda stream: view, lambda v: 1 / 0)
+        assert view.closed.wait(10)
+    assert worker.stats()["failed"] == 1
+    assert not worker.submit(lambda stream: Closable(), print)  # closed: refused
