@@ -35,7 +35,7 @@ class BackgroundDownload:
         self.cuda_device = cuda_device
         self.counters = Counters("submitted", "busy_drops", "failed", "done")
         self._stream = 0
-        self._job: tuple[Any, Callable[[Any], None]] | None = None
+        self._job: tuple[Any, Callable[[Any], Callable[[], None] | None]] | None = None
         self._wake = threading.Condition()
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -51,11 +51,12 @@ class BackgroundDownload:
     def busy(self) -> bool:
         return self._job is not None
 
-    def submit(self, lease: Callable[[int], V], work: Callable[[V], None]) -> bool:
+    def submit(self, lease: Callable[[int], V], work: Callable[[V], Callable[[], None] | None]) -> bool:
         """Lease a frame now (``lease(stream)`` returns a closable view) and run ``work(view)`` on the worker.
 
         False, with nothing leased, if a frame is still in work or this is closed.  The view is closed
-        when the work returns or raises.
+        and the worker takes the next frame as soon as the work returns (or raises); what the work returns,
+        if anything, runs after that, without the lease (publishing what the work made, say).
         """
         with self._wake:
             if self._closed or self._job is not None:
@@ -82,16 +83,25 @@ class BackgroundDownload:
                 if self._job is None:
                     return
                 view, work = self._job
+            then = None
             try:
-                work(view)
-                self.counters.add("done")
+                then = work(view)
             except Exception as exc:  # a frame that cannot be converted is this frame's loss, not the node's
-                self.counters.add("failed")
-                log.warning("%s: a frame's background work failed: %s: %s", self.name, type(exc).__name__, exc)
+                self._failed(exc)
             finally:
                 view.close()
                 with self._wake:
                     self._job = None
+            try:
+                if then is not None:
+                    then()
+                self.counters.add("done")
+            except Exception as exc:
+                self._failed(exc)
+
+    def _failed(self, exc: Exception) -> None:
+        self.counters.add("failed")
+        log.warning("%s: a frame's background work failed: %s: %s", self.name, type(exc).__name__, exc)
 
     def stats(self) -> dict[str, int]:
         return self.counters.snapshot()

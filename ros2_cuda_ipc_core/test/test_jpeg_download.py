@@ -80,21 +80,28 @@ class Closable:
 
 
 def test_background_download_runs_one_frame_at_a_time_and_drops_while_busy():
-    release, ran = threading.Event(), []
+    release, ran, then_saw_closed = threading.Event(), [], []
     leased = []
 
     def lease(stream):
         leased.append(stream)
         return Closable()
 
+    first = Closable()
+
+    def work(view):
+        release.wait(10)
+        ran.append(view)
+        return lambda: then_saw_closed.append(view.closed.is_set())
+
     with BackgroundDownload("test") as worker:
-        first = Closable()
-        assert worker.submit(lambda stream: first, lambda view: (release.wait(10), ran.append(view)))
-        assert not worker.submit(lease, ran.append)  # busy: refused, nothing leased
+        assert worker.submit(lambda stream: first, work)
+        assert not worker.submit(lease, work)  # busy: refused, nothing leased
         assert leased == [] and worker.stats()["busy_drops"] == 1
         release.set()
         assert first.closed.wait(10)  # the view is closed once its work is done
     assert ran == [first] and worker.stats()["done"] == 1
+    assert then_saw_closed == [True]  # what the work returned ran after the lease went back
 
 
 def test_background_work_that_raises_is_counted_and_its_view_closed():

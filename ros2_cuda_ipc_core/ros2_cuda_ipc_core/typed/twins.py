@@ -94,12 +94,19 @@ class CpuTwins:
             self._last = now
             self.counters.add("leased")
 
-    def _convert(self, view: Any, wanted: list[tuple[TwinSpec, Any]]) -> None:
+    def _convert(self, view: Any, wanted: list[tuple[TwinSpec, Any]]) -> Callable[[], None]:
+        """Make every wanted twin message from the leased ``view``; what it returns publishes them, lease given back."""
+        made = []
         for spec, pub in wanted:
-            out = spec.convert(view)
+            made.append((spec, pub, spec.convert(view)))
             self.counters.add(spec.work)
-            pub.publish(out)
-            self.counters.add(f"published {spec.topic}")
+
+        def publish() -> None:
+            for spec, pub, out in made:
+                pub.publish(out)
+                self.counters.add(f"published {spec.topic}")
+
+        return publish
 
     def stats(self) -> dict[str, int]:
         """Offers, frames leased for the twins, downloads, encodes, messages published per twin, and the
