@@ -38,12 +38,16 @@ def pattern(kind: str, seq: int) -> np.ndarray:
     return ((points * 13 + seq * 7) % 251).astype(np.uint8)
 
 
+#: Where the publisher's frames live: host memory, or CUDA memory (``R2CI_MEMORY=cuda``; images only, written with torch).
+MEMORY = os.environ.get("R2CI_MEMORY", "host")
+
+
 def make_publisher(kind: str, node, topic: str):
     if kind == "image":
         from ros2_cuda_ipc_image import ImagePublisher
 
         return ImagePublisher(node, topic, width=WIDTH, height=HEIGHT, encoding="bgr8", row_alignment=4096,
-                              memory="host", block_count=8, qos=QOS)
+                              memory=MEMORY, block_count=8, qos=QOS)
     from ros2_cuda_ipc_pointcloud import PointCloudPublisher
 
     return PointCloudPublisher(node, topic, fields="ouster", width=CLOUD_COLS, height=CLOUD_ROWS, memory="host",
@@ -54,7 +58,13 @@ def publish(kind: str, pub, seq: int, name: str) -> None:
     header = Header(frame_id=name)
     if kind == "image":
         with pub.borrow(timeout=5.0) as frame:
-            frame.array[...] = pattern(kind, seq)
+            if MEMORY == "cuda":
+                import torch
+
+                torch.from_dlpack(frame).copy_(torch.from_numpy(pattern(kind, seq)).cuda())
+                torch.cuda.synchronize()
+            else:
+                frame.array[...] = pattern(kind, seq)
             frame.publish(header=header)
     else:
         assert pub.publish_array(pattern(kind, seq), header=header) is not None, "no free block"

@@ -3,6 +3,7 @@
 Cross-process, cross-namespace and cross-user fallback is in test_fallback_netns.py / test_fallback_uid.py.
 """
 
+import importlib.util
 import io
 
 import numpy as np
@@ -10,7 +11,9 @@ import pytest
 from gpu_marks import MEMORIES
 from sensor_msgs.msg import CompressedImage, Image
 from spinning import received, spin_until, spinning
+from std_msgs.msg import Header
 
+from ros2_cuda_ipc_core import jpeg_backend
 from ros2_cuda_ipc_image import ImagePublisher, ImageSubscription, compressed_format
 
 HEIGHT, WIDTH = 48, 64
@@ -76,6 +79,8 @@ def test_raw_twin_is_the_frame_and_compressed_twin_decodes_with_pillow(node, mem
         assert np.abs(decoded.astype(int) - pattern).mean() < 2.0  # JPEG tolerance at quality 95
         stats = pub.fallback_stats()
         assert (stats["leased"], stats["downloads"], stats["encodes"]) == (1, 1, 1)
+        if memory == "cuda" and importlib.util.find_spec("torchvision") is not None:
+            assert jpeg_backend("cuda") == "torchvision"  # nvJPEG: the raw frame is not downloaded for the JPEG
         assert stats["published /twins_both/cpu"] == stats["published /twins_both/cpu/compressed"] == 1
 
 
@@ -129,3 +134,57 @@ def test_fallback_rate_limits_the_twin(node):
         assert spin_until(executor, lambda: raw)
         stats = pub.fallback_stats()
         assert (stats["leased"], stats["rate_skips"]) == (1, 2)  # one frame per 1000 s
+
+
+def unreachable_copy(msg):
+    """``msg`` as if it came from a publisher whose pool this process cannot reach (another pool id and socket)."""
+    from ros2_cuda_ipc_msgs.msg import GpuImage
+
+    other = GpuImage(header=msg.header, dtype=msg.dtype, shape=msg.shape, strides=msg.strides, encoding=msg.encoding)
+    other.core = type(msg.core)(socket_path="@ros2_cuda_ipc/nobody/listens", pool_id=[7] * 16, block_id=0,
+                                uid=msg.core.uid, publisher_pid=1, memory=msg.core.memory, byte_size=msg.core.byte_size)
+    return other
+
+
+@pytest.mark.parametrize("fallback", ["auto", "never"])
+def test_a_publisher_that_cannot_be_mapped_is_read_through_its_twin_once_or_refused(node, fallback):
+    from ros2_cuda_ipc_msgs.msg import GpuImage
+
+    got = []
+
+    def keep(view):
+        got.append((view.header.frame_id, np.array(view)))
+        view.close()
+
+    with ImagePublisher(node, f"twins_route_{fallback}", width=WIDTH, height=HEIGHT, encoding="rgb8", memory="host",
+                        fallback=True) as pub, \
+            ImageSubscription(node, f"twins_route_{fallback}", keep, fallback=fallback) as sub, \
+            spinning(node) as executor:
+        forger = node.create_publisher(GpuImage, f"twins_route_{fallback}", 10)
+        assert spin_until(executor, lambda: pub.subscription_count > 0)
+        header = Header(frame_id="first")
+        msg = pub.publish_array(smooth_pattern(1), header=header)  # read zero-copy
+        assert spin_until(executor, lambda: len(got) == 1)
+        forger.publish(unreachable_copy(msg))  # its twin had no subscriber yet: it never comes
+        if fallback == "never":
+            forger.publish(unreachable_copy(msg))
+        if fallback == "auto":
+            assert spin_until(executor, lambda: sub.stats()["twin_subscribed"])
+            assert spin_until(executor, lambda: pub.twins.subscription_counts()[pub.twins.topics[0]] > 0)
+            msg = pub.publish_array(smooth_pattern(2), header=Header(frame_id="second"))
+            for _ in range(2):  # the unreachable publisher's frame twice: delivered once
+                forger.publish(unreachable_copy(msg))
+            assert spin_until(executor, lambda: len(got) == 3)  # second: zero-copy and through the twin
+            spin_until(executor, lambda: False, timeout=0.5)
+            assert [name for name, _ in got] == ["first", "second", "second"]
+            assert all(np.array_equal(image, smooth_pattern(2)) for _, image in got[1:])
+            stats = sub.stats()
+            assert stats["frames"] == {"zero_copy": 2, "fallback": 1, "refused": 0}
+        else:
+            assert spin_until(executor, lambda: sub.stats()["frames"]["refused"] == 2)
+            stats = sub.stats()
+            assert len(got) == 1 and not stats["twin_subscribed"] and stats["frames"]["fallback"] == 0
+        (reason,) = stats["by_reason"]
+        assert "nothing listens" in reason
+        assert list(sub.routes().values())[-1].path == ("fallback" if fallback == "auto" else "refused")
+        node.destroy_publisher(forger)

@@ -1,6 +1,7 @@
 """``ImageConsumer``: the part every example consumer shares: read a frame, check it, time it.
 
-A consumer subscribes to ``image`` (``GpuImage``; or ``sensor_msgs/Image`` with
+A consumer subscribes to ``image`` (``GpuImage`` through an ``ImageSubscription``: zero-copy, or the
+camera's CPU twin when its pool cannot be mapped from here; or ``sensor_msgs/Image`` with
 ``transport:=sensor_msgs``, uploaded to the GPU when ``memory`` is CUDA, which is what a process
 boundary costs without ros2_cuda_ipc), reads the frame number from the picture, checks sampled
 pixels against it, hands the zero-copy array to :meth:`ImageConsumer.process`, and records the
@@ -14,8 +15,7 @@ from typing import Any
 import numpy as np
 from sensor_msgs.msg import Image
 
-from ros2_cuda_ipc_image import ImageReader
-from ros2_cuda_ipc_msgs.msg import BufferCore, GpuImage
+from ros2_cuda_ipc_image import ImageReader, ImageSubscription
 
 from .arrays import ArrayBackend, choose_memory
 from .pipeline_node import ParameterError, PipelineNode
@@ -47,7 +47,7 @@ class ImageConsumer(PipelineNode):
     def listen(self) -> None:
         """Subscribe to the input: the last step of a subclass's constructor, once it is ready for frames."""
         if self.transport == "ipc":
-            self.create_subscription(GpuImage, self.input_topic, self._on_gpu_image, 10)
+            self.subscribe_frames(ImageSubscription, self.input_topic, self._on_view, reader=self.reader)
         else:
             self.create_subscription(Image, self.input_topic, self._on_image_msg, 2)
 
@@ -82,13 +82,10 @@ class ImageConsumer(PipelineNode):
             self.get_logger().warning(f"frame {seq} does not hold the picture it should", throttle_duration_sec=5.0)
         self.latency_from(header.stamp)
 
-    def _on_gpu_image(self, msg: GpuImage) -> None:
-        def work(view: Any, arrays: ArrayBackend) -> None:
-            image = arrays.wrap(view)
-            self._consume(image, msg.header, msg.encoding, arrays)
-            del image
-
-        self.read_frame(self.reader, msg, "cuda" if msg.core.memory == BufferCore.MEMORY_CUDA else "host", work)
+    def _on_view(self, view: Any, arrays: ArrayBackend) -> None:
+        image = arrays.wrap(view)
+        self._consume(image, view.header, view.encoding, arrays)
+        del image
 
     def _on_image_msg(self, msg: Image) -> None:
         self.counts["in"] += 1

@@ -45,6 +45,7 @@ class PipelineNode(Node):
         self._window: list[float] = []
         self._last_seq: int | None = None
         self._backends: dict[str, ArrayBackend] = {}
+        self._subscriptions_read: list[Any] = []
         self._reports = self.create_publisher(String, STATS_TOPIC, 10)
         period = self.parameter("stats_period", 1.0)
         if period <= 0:
@@ -107,6 +108,42 @@ class PipelineNode(Node):
 
         timer = self.create_timer(0.1, check)
 
+    def subscribe_frames(self, subscription_type: Callable[..., Any], topic: str,
+                         work: Callable[[Any, ArrayBackend], None], qos: Any = 10, **options: Any) -> Any:
+        """Every frame of ``topic`` through ``subscription_type`` (``ImageSubscription``, ``PointCloudSubscription``):
+        zero-copy where the publisher's pool maps, else through its CPU twin, so a pipeline split across
+        machines, users or containers runs unchanged.  ``work(view, arrays)`` runs on the view's backend,
+        ordered on its stream; fallback frames land on the GPU when this node works there.  ``options`` go to
+        the subscription (``reader=``, ``fallback=``)."""
+        gpu = self.prepare_gpu()
+        memory = "cuda" if gpu is not None else "host"
+
+        def on_view(view: Any) -> None:
+            self.counts["in"] += 1
+            arrays = self.backend(view.memory)
+            with view:
+                if arrays is None:
+                    self.counts["bad"] += 1
+                    return
+                with arrays.activate():
+                    work(view, arrays)
+
+        subscription = subscription_type(self, topic, on_view, qos, memory=memory,
+                                         stream=gpu.stream if gpu is not None else None, **options)
+        self._subscriptions_read.append(subscription)
+        return subscription
+
+    def subscription_stats(self) -> dict[str, Any]:
+        """Frames by path and drops of the subscriptions made by :meth:`subscribe_frames` (the report's ``paths``)."""
+        frames: dict[str, int] = {}
+        dropped: dict[str, int] = {}
+        for subscription in self._subscriptions_read:
+            stats = subscription.stats()
+            for table, counts in ((frames, stats["frames"]), (dropped, stats["dropped"])):
+                for name, n in counts.items():
+                    table[name] = table.get(name, 0) + n
+        return {"paths": frames, "dropped": dropped} if self._subscriptions_read else {}
+
     def read_frame(self, reader: Any, msg: Any, memory: str, work: Callable[[Any, ArrayBackend], None]) -> None:
         """Lease ``msg``'s frame with ``reader`` on the memory's backend stream and call ``work(view, arrays)``;
         a stale frame is counted and dropped, any other transport error counted as bad and logged."""
@@ -145,8 +182,14 @@ class PipelineNode(Node):
 
     def report(self) -> None:
         window, self._window = self._window, []
+        read = self.subscription_stats()
+        counts = dict(self.counts)
+        if read:  # frames a subscription dropped stale came in too, as they did through read_frame
+            stale = read["dropped"].get("stale", 0)
+            counts["in"] += stale
+            counts["stale"] += stale
         stats = {"node": self.get_fully_qualified_name(), "kind": type(self).__name__, "pid": os.getpid(),
-                 "time": time.time(), **self.counts, "latency_ms": _percentiles(window),
+                 "time": time.time(), **counts, **read, "latency_ms": _percentiles(window),
                  "latency_ms_total": _percentiles(self._latencies), **self.extra_stats()}
         self._reports.publish(String(data=json.dumps(stats)))
 

@@ -5,7 +5,8 @@
 ``wait_for_subscribers:=N`` (default 0) subscribes to ``points`` only once N nodes read ``downsampled``;
 ``block_count`` (4) and ``reuse_delay`` (0.01 s before a published block is reused) configure its pool.
 
-Reads ``points`` (``GpuPointCloud2``) as a tensor of the publisher's own memory
+Reads ``points`` (``GpuPointCloud2``, through a ``PointCloudSubscription``: zero-copy, or the LiDAR's
+PointCloud2 twin where its pool cannot be mapped) as a tensor of the publisher's own memory
 (``torch.from_dlpack(view.xyz)``), checks the scan against its number, averages the points of every
 occupied ``voxel``-metre cell (torch; numpy on host memory without torch) and publishes the centroids
 as an unorganized ``xyzi`` cloud on ``downsampled``, the intensity of each the scan number.
@@ -18,8 +19,13 @@ from typing import Any
 import numpy as np
 from std_msgs.msg import Header
 
-from ros2_cuda_ipc_msgs.msg import BufferCore, GpuPointCloud2
-from ros2_cuda_ipc_pointcloud import PointCloudPublisher, PointCloudReader, numpy_voxel_downsample, voxel_downsample
+from ros2_cuda_ipc_pointcloud import (
+    PointCloudPublisher,
+    PointCloudReader,
+    PointCloudSubscription,
+    numpy_voxel_downsample,
+    voxel_downsample,
+)
 from ros2_cuda_ipc_tools import run_component
 
 from .arrays import ArrayBackend
@@ -49,13 +55,11 @@ class VoxelDownsample(PipelineNode):
             arrays.synchronize()
         # Subscribe to the LiDAR only once this many read our output (wait_for_subscribers, default 0).
         self.subscribe_when_read("downsampled", self.parameter("wait_for_subscribers", 0),
-                                 lambda: self.create_subscription(GpuPointCloud2, "points", self._on_cloud, 10))
+                                 lambda: self.subscribe_frames(PointCloudSubscription, "points", self._work,
+                                                               reader=self.reader))
 
-    def _on_cloud(self, msg: GpuPointCloud2) -> None:
-        memory = "cuda" if msg.core.memory == BufferCore.MEMORY_CUDA else "host"
-        self.read_frame(self.reader, msg, memory, lambda view, arrays: self._work(view, arrays, msg.header))
-
-    def _work(self, view: Any, arrays: ArrayBackend, header: Header) -> None:
+    def _work(self, view: Any, arrays: ArrayBackend) -> None:
+        header = view.header
         xyz = arrays.wrap(view.xyz)
         intensity = arrays.wrap(view.field("intensity")).reshape(-1)
         key = (view.height, view.width)

@@ -1,0 +1,167 @@
+"""What a CPU twin subscriber costs the zero-copy readers: their latency with none, a raw and a JPEG twin subscriber.
+
+    python -m ros2_cuda_ipc_examples.bench.fallback_cost --size 1080p --fps 30 --seconds 8
+
+One run, three phases of ``--seconds`` each: a camera-like publisher (this process) and a zero-copy
+``ImageSubscription`` (a process of its own) throughout; a ``sensor_msgs/Image`` twin subscriber
+(another process) during the second phase, a ``CompressedImage`` one during the third.  The reader's
+latency from the frame's stamp, p50 / p99 per phase, and the twins' counters (frames twinned, dropped
+while the worker was busy) are printed as a table.  Ratios within one run are what it measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from ros2_cuda_ipc_core import run_tool
+
+SIZES = {"vga": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080), "4k": (3840, 2160)}
+TOPIC = "fallback_cost_frames"
+PHASES = ("none", "raw", "compressed")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="fallback_cost")
+    parser.add_argument("--size", choices=sorted(SIZES), default="1080p", help="frame size, rgb8 (default 1080p)")
+    parser.add_argument("--fps", type=float, default=30.0, help="frames a second (default 30)")
+    parser.add_argument("--seconds", type=float, default=8.0, help="length of each phase (default 8)")
+    parser.add_argument("--memory", choices=("auto", "host", "cuda"), default="auto", help="the publisher's pool")
+    parser.add_argument("--role", choices=("reader", "twin", "twin-compressed"), help=argparse.SUPPRESS)
+    return parser
+
+
+def _reader() -> int:
+    """Latency of every frame from its stamp, by phase (the frame_id), until a frame named 'stop'."""
+    import rclpy
+
+    from ros2_cuda_ipc_image import ImageSubscription
+
+    rclpy.init()
+    node = rclpy.create_node("fallback_cost_reader")
+    latencies: dict[str, list[float]] = {}
+    done = []
+
+    def on_view(view: Any) -> None:
+        stamp = view.header.stamp
+        ms = (time.time_ns() - (stamp.sec * 1_000_000_000 + stamp.nanosec)) / 1e6
+        latencies.setdefault(view.header.frame_id, []).append(ms)
+        done.append(view.header.frame_id == "stop")
+        view.close()
+
+    subscription = ImageSubscription(node, TOPIC, on_view, 10)
+    while not (done and done[-1]):
+        rclpy.spin_once(node, timeout_sec=0.1)
+    print(json.dumps({"latencies": latencies, "paths": subscription.stats()["frames"]}), flush=True)
+    return 0
+
+
+def _twin(compressed: bool) -> int:
+    """A plain sensor_msgs subscriber of the twin, as rqt_image_view would be, until stopped."""
+    import rclpy
+    from sensor_msgs.msg import CompressedImage, Image
+
+    rclpy.init()
+    node = rclpy.create_node("fallback_cost_twin")
+    message = CompressedImage if compressed else Image
+    node.create_subscription(message, f"{TOPIC}/cpu" + ("/compressed" if compressed else ""), lambda msg: None, 2)
+    rclpy.spin(node)
+    return 0
+
+
+def _spawn(role: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "ros2_cuda_ipc_examples.bench.fallback_cost", "--role", role], stdout=subprocess.PIPE, text=True)
+
+
+def _run(options: argparse.Namespace) -> int:
+    import rclpy
+
+    from ros2_cuda_ipc_image import ImagePublisher
+
+    width, height = SIZES[options.size]
+    rclpy.init()
+    node = rclpy.create_node("fallback_cost_camera")
+    pub = ImagePublisher(node, TOPIC, width=width, height=height, encoding="rgb8", memory=options.memory,
+                         block_count=6)
+    reader = _spawn("reader")
+    twin: subprocess.Popen | None = None
+    picture = (np.arange(height * width * 3, dtype=np.uint32) % 251).astype(np.uint8).reshape(height, width, 3)
+    rows: list[dict[str, Any]] = []
+    try:
+        _wait(node, lambda: pub.subscription_count > 0, 30, "the zero-copy reader")
+        for phase in PHASES:
+            if phase != "none":
+                twin = _spawn("twin" if phase == "raw" else "twin-compressed")
+                _wait(node, lambda: any(pub.twins.subscription_counts().values()) if pub.twins else False, 30,
+                      f"the {phase} twin subscriber")
+            before = pub.fallback_stats()
+            _publish_for(node, pub, picture, phase, options.fps, options.seconds)
+            after = pub.fallback_stats()
+            rows.append({"phase": phase, **{k: after[k] - before[k] for k in ("leased", "encodes", "busy_drops")}})
+            if twin is not None:
+                twin.terminate()
+                twin.wait()
+                twin = None
+                _wait(node, lambda: not any(pub.twins.subscription_counts().values()) if pub.twins else True, 30,
+                      "the twin subscriber to leave")
+        _publish_for(node, pub, picture, "stop", options.fps, 1.0 / options.fps)
+        result = json.loads(reader.communicate(timeout=60)[0].strip().splitlines()[-1])
+    finally:
+        for proc in (reader, twin):
+            if proc is not None:
+                proc.kill()
+        pub.close()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    print(f"fallback_cost: {width}x{height} rgb8 at {options.fps:g} fps, {pub.pool.memory} memory, "
+          f"{options.seconds:g} s a phase; the zero-copy reader's latency from the stamp:")
+    print(f"  {'twin subscriber':<16} {'frames':>6} {'p50 ms':>8} {'p99 ms':>8} {'twinned':>8} {'JPEGs':>6} {'dropped':>8}")
+    for row in rows:
+        got = np.array(result["latencies"].get(row["phase"], [np.nan]))
+        print(f"  {row['phase']:<16} {len(got):>6} {np.percentile(got, 50):>8.2f} {np.percentile(got, 99):>8.2f} "
+              f"{row['leased']:>8} {row['encodes']:>6} {row['busy_drops']:>8}")
+    return 0
+
+
+def _wait(node: Any, done: Any, timeout: float, what: str) -> None:
+    import rclpy
+
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"fallback_cost: waited {timeout:g} s for {what}")
+        rclpy.spin_once(node, timeout_sec=0.05)
+
+
+def _publish_for(node: Any, pub: Any, picture: np.ndarray, phase: str, fps: float, seconds: float) -> None:
+    import rclpy
+    from std_msgs.msg import Header
+
+    period, start = 1.0 / fps, time.monotonic()
+    tick = start
+    while tick - start < seconds:
+        header = Header(frame_id=phase)
+        header.stamp = node.get_clock().now().to_msg()
+        pub.publish_array(picture, header=header)
+        tick += period
+        while time.monotonic() < tick:
+            rclpy.spin_once(node, timeout_sec=max(0.0, tick - time.monotonic()))
+
+
+def main(argv: list[str] | None = None) -> None:
+    options = _parser().parse_args(argv)
+    if options.role == "reader":
+        raise SystemExit(run_tool(_reader))
+    if options.role is not None:
+        raise SystemExit(run_tool(lambda: _twin(options.role == "twin-compressed")))
+    raise SystemExit(run_tool(lambda: _run(options)))
+
+
+if __name__ == "__main__":
+    main()
