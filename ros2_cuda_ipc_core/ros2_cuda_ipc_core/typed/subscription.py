@@ -79,7 +79,8 @@ class TypedSubscription(Generic[V]):
         self._upload = upload
         self._callback = callback
         self._qos = qos
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # routes and the tables below, for multi-threaded executors
+        self._upload_lock = threading.Lock()  # the local fallback publishers
         self._routes: dict[bytes, Route] = {}
         self._logged: set[tuple[str, str]] = set()
         self._delivered: OrderedDict[FrameKey, None] = OrderedDict()
@@ -181,11 +182,12 @@ class TypedSubscription(Generic[V]):
         if memory == "auto":
             memory = "cuda" if descriptor_memory == 1 and _cuda_usable() else "host"
         try:
-            local = self._upload.local_message(twin, memory)
-            if local is None:
+            with self._upload_lock:
+                local = self._upload.local_message(twin, memory)
+                view = None if local is None else self.reader.read(local, self.stream)
+            if view is None:
                 self._dropped["no_free_block"] += 1
                 return
-            view = self.reader.read(local, self.stream)
         except (Ros2CudaIpcError, ValueError) as exc:
             self._dropped["bad_twin"] += 1
             log.warning("%s: a twin frame could not be used: %s", self.twin_topic, exc)
