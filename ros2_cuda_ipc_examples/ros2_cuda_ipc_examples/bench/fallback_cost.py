@@ -76,7 +76,8 @@ def _twin(compressed: bool) -> int:
 
 
 def _spawn(role: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "ros2_cuda_ipc_examples.bench.fallback_cost", "--role", role], stdout=subprocess.PIPE, text=True)
+    module = "ros2_cuda_ipc_examples.bench.fallback_cost"
+    return subprocess.Popen([sys.executable, "-m", module, "--role", role], stdout=subprocess.PIPE, text=True)
 
 
 def _run(options: argparse.Namespace) -> int:
