@@ -139,8 +139,9 @@ def subscriber(kind: str, topic: str, name: str, fallback: str, count: str) -> d
             result["memory"].add(view.memory)
             seq = int(frame.rsplit("-", 1)[1])
             if frame.startswith("main-"):
-                if kind == "image":
-                    got = np.asarray(view)
+                if kind == "image":  # one strided copy to the host, from host or CUDA memory
+                    got = np.empty(view.shape, view.dtype)
+                    view.copy_out(view.layout, got)
                 else:
                     got = np.asarray(view.structured).view(np.uint8).reshape(CLOUD_ROWS, CLOUD_COLS, POINT_STEP)
                 if not np.array_equal(got, pattern(kind, seq)):
