@@ -81,7 +81,7 @@ class TypedSubscription(Generic[V]):
         self._qos = qos
         self._lock = threading.RLock()  # routes and the tables below, for multi-threaded executors
         self._upload_lock = threading.Lock()  # the local fallback publishers
-        self._routes: dict[bytes, Route] = {}
+        self._routes: OrderedDict[bytes, Route] = OrderedDict()  # the last 256 pools seen
         self._logged: set[tuple[str, str]] = set()
         self._delivered: OrderedDict[FrameKey, None] = OrderedDict()
         self._waiting_twins: OrderedDict[HeaderKey, Any] = OrderedDict()
@@ -104,17 +104,20 @@ class TypedSubscription(Generic[V]):
         try:
             view = self.reader.read(msg, self.stream)
         except StaleDescriptorError:  # the pool was reached: its frames come zero-copy, this one moved on
-            self._routes.setdefault(pool_id, _ZERO_COPY)
+            if route is None:
+                _put_bounded(self._routes, pool_id, _ZERO_COPY)
             raise
         except (PoolUnavailableError, CudaUnavailableError) as exc:
             if route is not None:  # mapped before: the publisher went away, which says nothing about place
                 raise
             publisher = f"pid {int(msg.core.publisher_pid)}, {msg.core.socket_path!r}"
             route = Route("fallback" if self.fallback == "auto" else "refused", str(exc), publisher)
-            self._routes[pool_id] = route
+            _put_bounded(self._routes, pool_id, route)
             self._say_once(route)
             return route, None
-        return self._routes.setdefault(pool_id, _ZERO_COPY), view
+        if route is None:
+            _put_bounded(self._routes, pool_id, _ZERO_COPY)
+        return _ZERO_COPY, view
 
     def _say_once(self, route: Route) -> None:
         key = (route.publisher, route.reason)
@@ -174,7 +177,7 @@ class TypedSubscription(Generic[V]):
                 _put_bounded(self._waiting_twins, header, twin, self._dropped, "twin_unmatched")
                 return
             key, memory = waiting
-            route = self._routes[key[0]]
+            route = self._routes.get(key[0], Route("fallback"))
         self._deliver_twin(key, memory, twin, route)
 
     def _deliver_twin(self, key: FrameKey, descriptor_memory: int, twin: Any, route: Route) -> None:
@@ -190,7 +193,9 @@ class TypedSubscription(Generic[V]):
                 return
         except (Ros2CudaIpcError, ValueError) as exc:
             self._dropped["bad_twin"] += 1
-            log.warning("%s: a twin frame could not be used: %s", self.twin_topic, exc)
+            if self._dropped["bad_twin"] in (1, 10, 100) or self._dropped["bad_twin"] % 1000 == 0:  # a flood stays quiet
+                log.warning("%s: a twin frame could not be used (%d so far): %s", self.twin_topic,
+                            self._dropped["bad_twin"], exc)
             return
         self._deliver(key, view, route)
 
