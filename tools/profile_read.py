@@ -256,9 +256,10 @@ def floor(memory: str, rate: float, count: int, byte_size: int) -> None:
         from cuda.bindings import driver as cu
 
         success = cu.CUresult.CUDA_SUCCESS
-        lock = {kind: {b: leases._FLOCK.pack(kind, 0, layout.FIRST_BLOCK_BYTE + b, 1, 0) for b in range(4)}
+        lock = {kind: {b: leases.lock_request(kind, leases.FIRST_BLOCK_LEASE + b,
+                                              os.getpid() if kind == fcntl.F_RDLCK else None) for b in range(4)}
                 for kind in (fcntl.F_RDLCK, fcntl.F_UNLCK)}
-        alive_request = leases._FLOCK.pack(fcntl.F_WRLCK, 0, layout.LIVENESS_BYTE, 1, 0)
+        alive_request = leases.lock_request(fcntl.F_WRLCK, leases.LIVENESS_LEASE)
 
         def frame(core: Any) -> dict[str, float]:
             t0 = time.perf_counter_ns()

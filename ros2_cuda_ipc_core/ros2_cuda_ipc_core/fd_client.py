@@ -1,50 +1,113 @@
-"""The reader's side of the FD handout: connect, check who answers, receive the pool's fds."""
+"""The reader's side of the FD handout: check the socket name, connect, check who answers, receive the pool's fds.
+
+Everything before the connection is free: a descriptor whose socket name is not a pool socket's, or
+disagrees with its own pool id or publisher pid, or whose publisher is not alive, costs no connection.
+The connection and the answer share one ``timeout``: no import blocks a callback longer than that.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
+import time
 from collections.abc import Iterable
 
 from .descriptor import Descriptor, socket_address
 from .errors import InvalidDescriptorError, PoolUnavailableError
 from .fd_server import peer_credentials
 from .layout import HEADER_SIZE, PoolHeader
+from .socket_names import process_alive, socket_owner
 
 POOL_FD_COUNT = 2  # metadata memfd, block memory
 
 
+class OtherPoolError(InvalidDescriptorError):
+    """The socket answered as a pool, but another one: the descriptor's pool is gone (its socket is fine)."""
+
+
+def check_socket_name(desc: Descriptor) -> int:
+    """Refuse, before any connection, a descriptor whose socket is not named as its own pool's; the publisher pid
+    the name states (the descriptor's ``publisher_pid`` only picks the same-process path)."""
+    owner = socket_owner(desc.socket_path)
+    if owner is None:
+        raise InvalidDescriptorError(f"{desc.pool_name}: the socket is not named as a ros2_cuda_ipc pool's "
+                                     "(@ros2_cuda_ipc/<pid>/<pool id> or .../ros2_cuda_ipc-<pid>-<pool id>.sock)")
+    pid, pool_hex = owner
+    if not desc.pool_id.hex().startswith(pool_hex):
+        raise InvalidDescriptorError(f"{desc.pool_name}: the socket name says pool {pool_hex}, the descriptor "
+                                     f"{desc.pool_id.hex()}")
+    return pid
+
+
+def check_publisher_alive(desc: Descriptor, pid: int) -> None:
+    """Refuse a descriptor whose publisher, ``pid`` by its socket's name, is not running."""
+    if not process_alive(pid):
+        raise PoolUnavailableError(f"{desc.pool_name}: its publisher (pid {pid}) is not running")
+
+
 def fetch_pool_fds(desc: Descriptor, allowed_uids: Iterable[int], timeout: float) -> tuple[PoolHeader, list[int]]:
-    """Ask the pool named by ``desc`` for its header and fds: (header, [metadata_fd, memory_fd])."""
+    """Ask the pool named by ``desc`` for its header and fds: (header, [metadata_fd, memory_fd]), within ``timeout`` s."""
     address = socket_address(desc.socket_path)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC) as sock:
-        sock.settimeout(timeout)
+    deadline = time.monotonic() + timeout
+    try:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    except OSError as exc:
+        raise _unavailable(desc, exc) from None
+    with sock:
         try:
+            sock.settimeout(timeout)
             sock.connect(address)
             _pid, uid, _gid = peer_credentials(sock)
             if uid not in {os.getuid(), *allowed_uids}:
                 raise PoolUnavailableError(
                     f"{desc.pool_name} is served by uid {uid}, neither this user nor allow-listed: not trusted")
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
             data, fds, flags, _ = socket.recv_fds(sock, HEADER_SIZE + 1, POOL_FD_COUNT + 1)
         except (FileNotFoundError, ConnectionRefusedError):
             raise PoolUnavailableError(f"{desc.pool_name}: nothing listens there (publisher gone?)") from None
         except TimeoutError:
             raise PoolUnavailableError(f"{desc.pool_name} did not answer within {timeout:g} s") from None
         except OSError as exc:
-            raise PoolUnavailableError(f"{desc.pool_name}: {exc.strerror or exc}") from None
+            raise _unavailable(desc, exc) from None
     try:
         if not data and not fds:
             raise PoolUnavailableError(f"{desc.pool_name} closed the connection without handing out fds "
-                                       "(refused: another user? see the publisher's log)")
+                                       "(refused: another user, or too many handouts open? see the publisher's log)")
+        if flags & socket.MSG_CTRUNC and len(fds) < POOL_FD_COUNT and not _fds_free(POOL_FD_COUNT):
+            raise PoolUnavailableError(f"{desc.pool_name}: this process has no free file descriptors to receive the "
+                                       "pool's (RLIMIT_NOFILE; ulimit -n)")
         if flags & (socket.MSG_CTRUNC | socket.MSG_TRUNC) or len(fds) != POOL_FD_COUNT or len(data) != HEADER_SIZE:
             raise InvalidDescriptorError(f"{desc.pool_name} answered {len(data)} bytes and {len(fds)} fds: "
                                          "not a ros2_cuda_ipc pool")
         header = PoolHeader.unpack(data)
         if header.pool_id != desc.pool_id:
-            raise InvalidDescriptorError(f"{desc.pool_name} is now pool {header.pool_id.hex()[:8]}: "
+            raise OtherPoolError(f"{desc.pool_name} is now pool {header.pool_id.hex()[:8]}: "
                                          "the descriptor's pool is gone")
     except BaseException:
         for fd in fds:
             os.close(fd)
         raise
     return header, fds
+
+
+def _unavailable(desc: Descriptor, exc: OSError) -> PoolUnavailableError:
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        return PoolUnavailableError(f"{desc.pool_name}: this process is out of file descriptors ({exc.strerror}; "
+                                    "RLIMIT_NOFILE, ulimit -n)")
+    return PoolUnavailableError(f"{desc.pool_name}: {exc.strerror or exc}")
+
+
+def _fds_free(count: int) -> bool:
+    """Whether this process can open ``count`` more descriptors now (a truncated SCM_RIGHTS is the kernel's
+    way of saying it could not)."""
+    opened: list[int] = []
+    try:
+        for _ in range(count):
+            opened.append(os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC))
+    except OSError:
+        return False
+    finally:
+        for fd in opened:
+            os.close(fd)
+    return True

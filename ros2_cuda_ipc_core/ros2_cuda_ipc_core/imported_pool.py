@@ -14,9 +14,10 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidDescriptorError, PoolUnavailableError, StaleDescriptorError
+from .fork_safety import close_in_forked_children
 from .host_memory import ImportedHostMemory
-from .layout import FIRST_BLOCK_BYTE, HEADER_SIZE, LIVENESS_BYTE, MEMORY_CUDA, MEMORY_NAMES, Metadata, PoolHeader
-from .leases import LeaseFile, reopen
+from .layout import HEADER_SIZE, MEMORY_CUDA, MEMORY_NAMES, Metadata, PoolHeader
+from .leases import FIRST_BLOCK_LEASE, LIVENESS_LEASE, LeaseFile, reopen
 from .memfd import check_sealed, map_fd
 
 log = logging.getLogger("ros2_cuda_ipc")
@@ -61,7 +62,7 @@ class ImportedPool:
 
                 self.memory: Any = import_cuda_memory(header, memory_fd, local_memory)
             else:
-                self.memory = ImportedHostMemory(memory_fd, header.block_count * header.block_size)
+                self.memory = ImportedHostMemory(memory_fd, header.block_count, header.block_size)
         except BaseException:
             self.leases.close()
             self.metadata.close()
@@ -72,6 +73,7 @@ class ImportedPool:
         # Re-entrant: a handle or view caught in a reference cycle gives its share back from the garbage
         # collector, which may run inside a section holding this lock.
         self._lock = threading.RLock()
+        close_in_forked_children(self)
 
     def check(self, desc: Descriptor) -> None:
         """Refuse a descriptor that does not fit this pool, before any lease is taken."""
@@ -89,7 +91,7 @@ class ImportedPool:
 
     def publisher_alive(self) -> bool:
         """The publisher holds the pool's liveness lock for as long as the pool is open (one system call)."""
-        return self.leases.held_by_others(LIVENESS_BYTE)
+        return self.leases.held_by_others(LIVENESS_LEASE)
 
     def lease(self, desc: Descriptor) -> None:
         """Take (or share) this process's read lease on the block, and check it still holds ``desc``'s frame."""
@@ -97,7 +99,7 @@ class ImportedPool:
         with self._lock:
             if self._retired:
                 raise PoolUnavailableError(f"{self.name} was closed in this process: its publisher closed or died")
-            if self._counts[block] == 0 and not self.leases.try_read(FIRST_BLOCK_BYTE + block):
+            if self._counts[block] == 0 and not self.leases.try_read(FIRST_BLOCK_LEASE + block):
                 raise StaleDescriptorError(f"block {block} of {self.name} is being rewritten; the frame is gone")
             self._counts[block] += 1
             current = self.metadata.uid(block)
@@ -122,7 +124,7 @@ class ImportedPool:
         with self._lock:
             self._counts[block] -= 1
             if self._counts[block] == 0:
-                self.leases.release(FIRST_BLOCK_BYTE + block)
+                self.leases.release(FIRST_BLOCK_LEASE + block)
             close_now = self._retired and not any(self._counts)
         if close_now:
             self._finalizer()
@@ -134,6 +136,11 @@ class ImportedPool:
             close_now = not any(self._counts)
         if close_now:
             self._finalizer()
+
+    def _close_in_child(self) -> None:
+        """After ``fork()``: no lease of the parent's outlives it through the child; the child reads nothing more."""
+        self._retired = True
+        self.leases.close()
 
     @property
     def retired(self) -> bool:

@@ -27,10 +27,7 @@ _HEADER = struct.Struct("<8sI16sB3xIIQ")  # magic, version, pool_id, memory, dev
 _RECORD = struct.Struct("<QQQ")  # uid, published_ns (CLOCK_MONOTONIC), byte_size
 HEADER_SIZE = _HEADER.size
 
-#: Lease bytes of the metadata memfd: the publisher holds LIVENESS_BYTE for the pool's life;
-#: block ``i`` is leased through byte ``FIRST_BLOCK_BYTE + i``.
-LIVENESS_BYTE = 0
-FIRST_BLOCK_BYTE = 1
+#: The lease locks on the metadata memfd (the liveness lease and one per block) are defined in ``leases``.
 
 
 @dataclass(frozen=True)

@@ -12,19 +12,17 @@ import threading
 import time
 import weakref
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from . import cuda_driver
 from .errors import PoolUnavailableError, Ros2CudaIpcError
-from .fd_server import FdServer
+from .fd_server import SERVER_COUNTERS, FdServer
+from .fork_safety import close_in_forked_children
 from .host_memory import HostMemory
 from .imported_pool import ImportedPool
 from .layout import (
-    FIRST_BLOCK_BYTE,
-    LIVENESS_BYTE,
     MEMORY_CUDA,
     MEMORY_HOST,
     MEMORY_NAMES,
@@ -32,16 +30,21 @@ from .layout import (
     Metadata,
     PoolHeader,
 )
-from .leases import LeaseFile, reopen
-from .memfd import create_sealed, map_fd
+from .leases import FIRST_BLOCK_LEASE, LIVENESS_LEASE, LeaseFile, reopen
+from .memfd import create_sealed, map_fd, seal_writes
 from .publish_block import PublishBlock
+from .socket_names import pool_socket_path, remove_stale_sockets
 from .stats import Counters
+from .throttle import Throttle
 
 log = logging.getLogger("ros2_cuda_ipc")
 MemoryKind = Literal["host", "cuda", "auto"]
 
 #: Seconds a published block is not reused (see docs/decisions.md): 4 blocks then allow at most 400 publishes a second.
 DEFAULT_REUSE_DELAY = 0.01
+
+#: Seconds without a free block after which the pool says who holds its blocks (then at most every 10 s).
+STARVED_AFTER = 2.0
 
 #: Pools of this process by pool_id, for the same-process read path.
 local_pools: weakref.WeakValueDictionary[bytes, BlockManager] = weakref.WeakValueDictionary()
@@ -90,16 +93,17 @@ class BlockManager:
         self.publisher_pid = os.getpid()  # per pool, not per message: getpid() is a syscall
         self.pool_id_array = np.frombuffer(self.pool_id, dtype=np.uint8)  # shared by every descriptor, never written
         self.reuse_delay = reuse_delay
-        self.counters = Counters("published", "cancelled", "acquire_misses", "fd_handouts", "refused_peers")
+        self.counters = Counters("published", "cancelled", "acquire_misses", *SERVER_COUNTERS)
         self._closed = False
         self._lock = threading.Lock()  # acquire and publish may come from several executor threads
         self._borrowed: set[int] = set()
         self._local_imports: weakref.WeakSet[ImportedPool] = weakref.WeakSet()
         self._next_uid = 1
-        if socket_dir is None:
-            self.socket_path = f"@ros2_cuda_ipc/{os.getpid()}/{self.pool_id.hex()}"
-        else:
-            self.socket_path = str(Path(socket_dir).resolve() / f"ros2_cuda_ipc-{self.pool_id.hex()[:16]}.sock")
+        self._starved_since: float | None = None  # when acquires began to find no free block
+        self._starved_log = Throttle(10.0)
+        if socket_dir is not None:
+            remove_stale_sockets(socket_dir)
+        self.socket_path = pool_socket_path(self.pool_id, self.publisher_pid, socket_dir)
 
         with contextlib.ExitStack() as undo:
             if kind == MEMORY_CUDA:
@@ -117,15 +121,17 @@ class BlockManager:
             undo.callback(os.close, self._metadata_fd)
             self.metadata = Metadata(map_fd(self._metadata_fd, self.header.metadata_size, writable=True), self.header)
             self.metadata.write_header()
-            self.leases = LeaseFile(reopen(self._metadata_fd, writable=True))
+            self.leases = LeaseFile(reopen(self._metadata_fd, writable=True))  # write locks need a writable one
             undo.callback(self.leases.close)
-            if not self.leases.try_write(LIVENESS_BYTE):
+            seal_writes(self._metadata_fd)  # mapped and reopened: from here on nobody else can write it
+            if not self.leases.try_write(LIVENESS_LEASE):
                 raise Ros2CudaIpcError("could not take the pool's liveness lock")
             self._published_ns = [0] * block_count
             self._server = FdServer(self.socket_path, self.header.pack(), [self._metadata_fd, self._memory.fd],
-                                    allowed_uids or (), self.counters)
+                                    allowed_uids or (), self.counters, fresh=[True, kind == MEMORY_HOST])
             undo.pop_all()
         local_pools[self.pool_id] = self
+        close_in_forked_children(self)
         log.info("pool %s: %d %s blocks of %d bytes, fds served at %s", self.pool_id.hex()[:8], block_count,
                  MEMORY_NAMES[kind], self.block_size, self.socket_path)
 
@@ -164,7 +170,21 @@ class BlockManager:
                 block = self._try_acquire()
         if block is None:
             self.counters.add("acquire_misses")
+            self._note_starved()
+        elif self._starved_since is not None:
+            self._starved_since = None
         return block
+
+    def _note_starved(self) -> None:
+        """Say (at most every 10 s) who holds the blocks once no block was free for ``STARVED_AFTER`` seconds."""
+        now = time.monotonic()
+        if self._starved_since is None:
+            self._starved_since = now
+        elif now - self._starved_since >= STARVED_AFTER and self._starved_log.ready():
+            held = ", ".join(f"block {b}: pid {' '.join(map(str, pids))}" for b, pids in self.holders().items())
+            log.warning("pool %s found no free block for %.0f s (%d misses so far); held by readers: %s",
+                        self.pool_id.hex()[:8], now - self._starved_since, self.counters.snapshot()["acquire_misses"],
+                        held or "none (borrowed by this publisher, or just published)")
 
     def _try_acquire(self) -> PublishBlock | None:
         with self._lock:
@@ -177,7 +197,7 @@ class BlockManager:
             published = self._published_ns[block_id]
             if published and now - published < delay_ns:
                 return None  # every later candidate was published even more recently
-            if block_id in self._borrowed or not self.leases.try_write(FIRST_BLOCK_BYTE + block_id):
+            if block_id in self._borrowed or not self.leases.try_write(FIRST_BLOCK_LEASE + block_id):
                 continue
             uid, self._next_uid = self._next_uid, self._next_uid + 1
             self._borrowed.add(block_id)
@@ -190,7 +210,7 @@ class BlockManager:
             self.metadata.write_record(block_id, BlockRecord(uid, published_ns, byte_size))
             self._published_ns[block_id] = published_ns
             self._borrowed.discard(block_id)
-            self.leases.release(FIRST_BLOCK_BYTE + block_id)
+            self.leases.release(FIRST_BLOCK_LEASE + block_id)
         self.counters.add("published" if published_ns else "cancelled")
 
     # --- the same-process read path -----------------------------------------------------------
@@ -209,13 +229,25 @@ class BlockManager:
     # --- observability and lifetime -------------------------------------------------------------
 
     def blocks_held_by_readers(self) -> int:
-        return sum(self.leases.held_by_others(FIRST_BLOCK_BYTE + b) for b in range(self.block_count))
+        return sum(self.leases.held_by_others(FIRST_BLOCK_LEASE + b) for b in range(self.block_count))
 
-    def stats(self) -> dict[str, int]:
-        """Counters: published, cancelled, acquire_misses, fd_handouts, refused_peers, blocks_held_by_readers."""
-        stats = self.counters.snapshot()
-        stats["blocks_held_by_readers"] = 0 if self._closed else self.blocks_held_by_readers()
+    def holders(self) -> dict[int, list[int]]:
+        """Which reader pids hold which blocks now: {block_id: [pid, ...]} for the blocks held (pids as the readers'
+        pid namespace numbers them; -1 for a lock no reader of ours takes)."""
+        if self._closed:
+            return {}
+        found = {b: self.leases.holders(FIRST_BLOCK_LEASE + b) for b in range(self.block_count)}
+        return {b: pids for b, pids in found.items() if pids}
+
+    def stats(self) -> dict[str, Any]:
+        """Counters (published, cancelled, acquire_misses; the FD server's fd_handouts, refused_peers,
+        peer_limit_refusals, handout_failures, accept_pauses) and gauges: blocks_held_by_readers, blocks_borrowed,
+        and ``holders``, {block_id: [reader pids]} (see :meth:`holders`)."""
+        stats: dict[str, Any] = dict(self.counters.snapshot())
+        holders = self.holders()
+        stats["blocks_held_by_readers"] = len(holders)
         stats["blocks_borrowed"] = len(self._borrowed)
+        stats["holders"] = holders
         return stats
 
     def close(self) -> None:
@@ -235,6 +267,18 @@ class BlockManager:
         self.metadata.close()
         os.close(self._metadata_fd)
         self._memory.close()
+
+    def _close_in_child(self) -> None:
+        """After ``fork()``: the child gives up its copies of the pool's socket, locks and fds, so a forked child
+        neither answers for the pool nor keeps it looking alive to readers once this publisher is gone."""
+        self._closed = True
+        local_pools.pop(self.pool_id, None)
+        self._server.close_in_child()
+        self.leases.close()
+        os.close(self._metadata_fd)
+        if self._memory.fd >= 0:
+            os.close(self._memory.fd)
+            self._memory.fd = -1
 
     def __enter__(self) -> BlockManager:
         return self

@@ -15,7 +15,8 @@ from .cross_device import CrossDevice, PeerMapping, check_cross_device, choose_p
 from .cuda_driver import require_cuda
 from .descriptor import Descriptor
 from .errors import InvalidDescriptorError, PoolUnavailableError, StaleDescriptorError
-from .fd_client import fetch_pool_fds
+from .failure_cache import FailureCache
+from .fd_client import OtherPoolError, check_publisher_alive, check_socket_name, fetch_pool_fds
 from .imported_pool import ImportedPool, close_fds
 from .layout import MEMORY_CUDA
 from .pool import local_pools
@@ -36,17 +37,26 @@ class Reader:
     ``cross_device`` says what a read with a stream on another GPU than the pool's does: ``"auto"`` maps
     the pool for that GPU where the two reach each other, else copies the frame once; ``"peer"``,
     ``"copy"`` and ``"refuse"`` (``DeviceMismatchError``) pick one (see :mod:`.cross_device`).
+
+    An import (connect and handout) takes at most ``connect_timeout`` seconds; a pool or socket that failed
+    to import is not tried again for ``retry_after`` seconds (its descriptors fail at once, counted in
+    ``unavailable``), so forged descriptors cost a subscriber one bounded wait each, not one per message.
+    ``check_publisher_pid=False`` skips the check that a descriptor's publisher pid is running, for a publisher
+    in another pid namespace.
     """
 
     def __init__(self, allowed_uids: Iterable[int] | None = None, max_pools: int = 16,
-                 connect_timeout: float = 1.0, liveness_interval: float = 1.0,
-                 cross_device: CrossDevice = "auto") -> None:
+                 connect_timeout: float = 0.25, liveness_interval: float = 1.0,
+                 cross_device: CrossDevice = "auto", retry_after: float = 2.0,
+                 check_publisher_pid: bool = True) -> None:
         self.cross_device = check_cross_device(cross_device)
         self._cross_paths_said: set[tuple[bytes, int, str]] = set()
         self.allowed_uids = frozenset(allowed_uids or ())
         self.max_pools = max_pools
         self.connect_timeout = connect_timeout
         self.liveness_interval = liveness_interval
+        self.check_publisher_pid = check_publisher_pid
+        self._failed = FailureCache(retry_after)
         self._pools: OrderedDict[bytes, ImportedPool] = OrderedDict()
         self._imported: weakref.WeakSet[ImportedPool] = weakref.WeakSet()  # cached or kept by handles and views
         self._next_liveness_check = 0.0
@@ -144,21 +154,32 @@ class Reader:
         if desc.memory == MEMORY_CUDA:
             require_cuda(desc.device_id)  # here, not per read: a cached CUDA pool proves CUDA works
         local = local_pools.get(desc.pool_id) if desc.publisher_pid == os.getpid() else None
-        if local is not None:
-            pool = local.same_process_import()
-        else:
-            header, fds = fetch_pool_fds(desc, self.allowed_uids, self.connect_timeout)
-            try:
-                pool = ImportedPool(header, fds[0], fds[1], desc.socket_path)
-            except OSError as exc:
-                raise PoolUnavailableError(f"{desc.pool_name}: could not map its memory: {exc}") from exc
-            finally:
-                close_fds(fds)
+        pool = local.same_process_import() if local is not None else self._import(desc)
         self.counters.add("imports")
         self._pools[desc.pool_id] = pool
         self._imported.add(pool)
         self._evict()
         return pool
+
+    def _import(self, desc: Descriptor) -> ImportedPool:
+        """Import another process's pool, unless it (or its socket) failed lately; remember a failure."""
+        publisher_pid = check_socket_name(desc)  # the descriptor's own claims: free to check, never remembered
+        self._failed.check(desc.socket_path, desc.pool_name)
+        try:
+            if self.check_publisher_pid:
+                check_publisher_alive(desc, publisher_pid)
+            header, fds = fetch_pool_fds(desc, self.allowed_uids, self.connect_timeout)
+            try:
+                return ImportedPool(header, fds[0], fds[1], desc.socket_path)
+            except OSError as exc:
+                raise PoolUnavailableError(f"{desc.pool_name}: could not map its memory: {exc}") from exc
+            finally:
+                close_fds(fds)
+        except OtherPoolError:
+            raise  # a live pool answered: nothing to hold against its socket
+        except (InvalidDescriptorError, PoolUnavailableError) as exc:
+            self._failed.remember(desc.socket_path, exc)
+            raise
 
     def _evict(self) -> None:
         """Keep at most ``max_pools``: drop dead publishers' pools first, then the least recently used idle ones."""

@@ -1,5 +1,6 @@
 """Hostile input: malformed descriptors and pool sockets that answer garbage never crash, hang or over-map."""
 
+import dataclasses
 import os
 import socket
 import threading
@@ -99,10 +100,12 @@ def test_not_a_message_at_all():
 
 
 class FakePool:
-    """A socket that speaks like a pool but answers whatever the test says."""
+    """A socket named as a pool's (pool ``pool_id``, of this process) that answers whatever the test says."""
+
+    pool_id = bytes(range(16))
 
     def __init__(self, answer: bytes, fds: list[int], close_early: bool = False, silent: bool = False) -> None:
-        self.path = f"@ros2_cuda_ipc_test/{os.getpid()}/{id(self)}"
+        self.path = f"@ros2_cuda_ipc/{os.getpid()}/{self.pool_id.hex()}"
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(socket_address(self.path))
         self.sock.listen(4)
@@ -117,6 +120,10 @@ class FakePool:
                 time.sleep(1.5)
             elif not self.close_early:
                 socket.send_fds(conn, [self.answer], self.fds) if self.fds else conn.sendall(self.answer)
+
+    def core(self, core: BufferCore) -> BufferCore:
+        """``core`` naming this fake pool."""
+        return copy_core(core, socket_path=self.path, pool_id=np.frombuffer(self.pool_id, np.uint8), publisher_pid=0)
 
     def close(self) -> None:
         self.sock.close()
@@ -138,7 +145,7 @@ def test_socket_answering_garbage(live, answer, nfds):
     fds = some_fds([1 << 20] * nfds)
     fake = FakePool(answer, fds)
     try:
-        read_within_a_second(Reader(), copy_core(core, socket_path=fake.path, publisher_pid=0))
+        read_within_a_second(Reader(), fake.core(core))
     finally:
         fake.close()
         for fd in fds:
@@ -148,10 +155,10 @@ def test_socket_answering_garbage(live, answer, nfds):
 def test_socket_replaying_a_real_header_with_unsealed_fds(live):
     pool, core = live
     fds = some_fds([4096, 8192])  # the header promises 2 x 4096 bytes but the fds are not sealed
-    fake = FakePool(pool.header.pack(), fds)
+    fake = FakePool(dataclasses.replace(pool.header, pool_id=FakePool.pool_id).pack(), fds)
     try:
         with pytest.raises(InvalidDescriptorError, match="sealed"):
-            Reader().read(copy_core(core, socket_path=fake.path, publisher_pid=0))
+            Reader().read(fake.core(core))
     finally:
         fake.close()
         for fd in fds:
@@ -165,6 +172,6 @@ def test_socket_closing_early_or_never_answering(live, behaviour):
     reader = Reader(connect_timeout=0.5)
     started = time.monotonic()
     with pytest.raises(Ros2CudaIpcError):
-        reader.read(copy_core(core, socket_path=fake.path, publisher_pid=0))
+        reader.read(fake.core(core))
     assert time.monotonic() - started < 1.0
     fake.close()
