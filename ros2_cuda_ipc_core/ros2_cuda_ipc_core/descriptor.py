@@ -52,10 +52,19 @@ def _uint(value: Any, name: str, limit: int) -> int:
 
 
 def _octets(value: Any, name: str, length: int) -> bytes:
-    try:
-        data = value.tobytes() if type(value) is np.ndarray and value.dtype is _OCTET else bytes(bytearray(value))
-    except (TypeError, ValueError) as exc:
-        raise InvalidDescriptorError(f"{name} is not a byte array: {exc}") from None
+    if type(value) is np.ndarray and value.dtype is _OCTET:
+        data = value.tobytes()
+    else:  # a duck-typed core: its length first, so that nothing (an int, an iterator) is converted at any size
+        try:
+            claimed = len(value)
+        except TypeError:
+            raise InvalidDescriptorError(f"{name} is a {type(value).__name__}, not a byte array") from None
+        if claimed != length:
+            raise InvalidDescriptorError(f"{name} has {claimed} entries, expected {length} bytes")
+        try:
+            data = bytes(bytearray(value))
+        except (TypeError, ValueError) as exc:
+            raise InvalidDescriptorError(f"{name} is not a byte array: {exc}") from None
     if len(data) != length:
         raise InvalidDescriptorError(f"{name} has {len(data)} bytes, expected {length}")
     return data

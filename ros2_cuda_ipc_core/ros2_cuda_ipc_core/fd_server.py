@@ -172,6 +172,7 @@ class FdServer:
             if exc.errno in _OUT_OF_FDS:
                 self._pause_listening(exc)
             return
+        conn.setblocking(False)  # a peer must never stall the server: not on send, not on a read
         if self._pause:
             log.info("pool %s accepts connections again", self.socket_path)
             self._pause = 0.0
@@ -197,6 +198,8 @@ class FdServer:
             return
         self._forget_dead_peers()
         if self._outstanding.get(pid, 0) >= self.max_per_peer:
+            self._reap_closed(pid)  # a peer closes before it connects again: its EOF may just not be read yet
+        if self._outstanding.get(pid, 0) >= self.max_per_peer:
             self._refuse(conn, "peer_limit_refusals", f"refused pid {pid}: it holds {self.max_per_peer} handouts it "
                                                       "has not closed (fds in flight count against this user)")
             return
@@ -208,9 +211,11 @@ class FdServer:
                 self._pause_listening(exc)
             return
         try:
+            self._counters.add("fd_handouts")  # before the peer can see its fds; taken back if the send fails
             socket.send_fds(conn, [self._hello], fds)
         except OSError as exc:
             conn.close()
+            self._counters.add("fd_handouts", -1)
             self._counters.add("handout_failures")
             if exc.errno == errno.ETOOMANYREFS:
                 self._say(logging.WARNING, "too_many_refs", f"cannot hand fds to pid {pid}: this user's fds in "
@@ -222,14 +227,13 @@ class FdServer:
             for fd, fresh in zip(fds, self._fresh, strict=True):
                 if fresh:
                     os.close(fd)
-        self._counters.add("fd_handouts")
         self._outstanding[pid] = self._outstanding.get(pid, 0) + 1
         self._handouts[conn.fileno()] = _Handout(conn, pid, time.monotonic() + self.idle_timeout)
         self._selector.register(conn, selectors.EVENT_READ)
 
     def _refuse(self, conn: socket.socket, counter: str, why: str) -> None:
+        self._counters.add(counter)  # first: the peer may look at the counters as soon as it sees the close
         conn.close()
-        self._counters.add(counter)
         self._say(logging.WARNING, counter, why)
 
     def _peer_readable(self, fd: int) -> None:
@@ -242,6 +246,12 @@ class FdServer:
             data = b""
         if not data:
             self._close_handout(fd, peer_closed=True)
+
+    def _reap_closed(self, pid: int) -> None:
+        """Read, now, the EOFs of ``pid``'s handouts that the peer has closed."""
+        for fd, handout in list(self._handouts.items()):
+            if handout.pid == pid:
+                self._peer_readable(fd)
 
     def _expire_idle(self) -> None:
         now = time.monotonic()

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .errors import InvalidDescriptorError, Ros2CudaIpcError
+from .errors import Ros2CudaIpcError
 from .layout import MEMORY_HOST
 from .memfd import check_sealed, create_sealed, map_fd, seal_writes
 from .views import host_array
@@ -18,29 +18,36 @@ _NO_EVENT = np.zeros(64, dtype=np.uint8)
 
 
 class _MappedBlocks:
-    """Mappings of the pool's block memory, each ``span`` bytes, and numpy views into them."""
+    """One mapping of the pool's block memory, and numpy views into it, each based on a window of its own block.
+
+    A view's ``base`` (``np.asarray(view).base``) is a byte array over the view's block alone, made for that
+    view, so nothing of the pool's other blocks is one ``np.frombuffer`` away from a reader holding one lease
+    (numpy would resolve a memoryview base to the whole mmap).  Slices of the view are based on that window
+    too: it is what lives exactly as long as any of them (the read's lease is tied to it).  One mapping, not one per block:
+    Python's ``mmap`` keeps a duplicate fd per mapping.
+    """
 
     kind = MEMORY_HOST
     device = 0
 
-    def __init__(self, mappings: list[mmap.mmap], span: int) -> None:
-        self._maps: list[mmap.mmap] | None = mappings
-        self.size = span * len(mappings)
-        self._span = span
-        self._addresses = [int(np.frombuffer(m, dtype=np.uint8, count=1).ctypes.data) for m in mappings]
+    def __init__(self, mapping: mmap.mmap, block_size: int) -> None:
+        self._map: mmap.mmap | None = mapping
+        self._bytes: memoryview | None = memoryview(mapping)
+        self.size = len(mapping)
+        self._block_size = block_size
+        self.base_address = int(np.frombuffer(mapping, dtype=np.uint8, count=1).ctypes.data)
 
     def address(self, offset: int) -> int:
-        mapping, within = divmod(offset, self._span)
-        return self._addresses[mapping] + within
+        return self.base_address + offset
 
     def view(self, start: int, limit: int, shape: Sequence[int], dtype: object, strides: Sequence[int] | None,
              offset: int = 0, ready: bool = True, ordered_stream: int | None = None) -> np.ndarray:
-        """A numpy array inside the window ``[start, start + limit)``; read-only when the mapping is.
-        Its ``base`` is the mapping the window lies in: a reader's holds that block alone."""
-        if self._maps is None:
+        """A numpy array inside the window ``[start, start + limit)`` of one block; read-only when the mapping is."""
+        if self._bytes is None:
             raise Ros2CudaIpcError("this host memory is closed")
-        mapping, within = divmod(start, self._span)
-        return host_array(self._maps[mapping], within, limit, shape, dtype, strides, offset)
+        first = start - start % self._block_size
+        window = np.frombuffer(self._bytes[first:first + self._block_size], np.uint8)
+        return host_array(window, start - first, limit, shape, dtype, strides, offset)
 
     def record_ready(self, block_id: int, stream: object) -> np.ndarray:
         """Host writes are done when the writer returns: no event, a zero handle."""
@@ -55,9 +62,12 @@ class _MappedBlocks:
         release()
 
     def close(self) -> None:
-        """Unmap now, or, while numpy views still use a mapping, let it go with the last of them."""
-        mappings, self._maps = self._maps, None
-        for mapping in mappings or ():
+        """Unmap now, or, while numpy views still use the mapping, let it go with the last of them."""
+        mapping, self._map = self._map, None
+        whole, self._bytes = self._bytes, None
+        if whole is not None:
+            whole.release()  # its slices, under live views, keep the mapping until they go
+        if mapping is not None:
             with contextlib.suppress(BufferError):  # views hold the mmap object: it unmaps when they are gone
                 mapping.close()
 
@@ -73,7 +83,7 @@ class HostMemory(_MappedBlocks):
         except BaseException:
             os.close(self.fd)
             raise
-        super().__init__([mapping], size)
+        super().__init__(mapping, size)
 
     def close(self) -> None:
         super().close()
@@ -83,22 +93,8 @@ class HostMemory(_MappedBlocks):
 
 
 class ImportedHostMemory(_MappedBlocks):
-    """A reader's side: maps a peer's memfd read-only, one mapping per block, after checking it is sealed.
-
-    One mapping per block, so that a view's ``base`` (``np.asarray(view).base``) reaches its own block
-    and nothing else of the pool: no frame is read without its lease.
-    """
+    """A reader's side: maps a peer's memfd read-only, after checking it is sealed."""
 
     def __init__(self, fd: int, block_count: int, block_size: int) -> None:
         check_sealed(fd, block_count * block_size, "the pool's block memory")
-        if block_size % mmap.PAGESIZE:
-            raise InvalidDescriptorError(f"host blocks of {block_size} bytes are not whole {mmap.PAGESIZE}-byte pages")
-        mappings: list[mmap.mmap] = []
-        try:
-            for block in range(block_count):
-                mappings.append(map_fd(fd, block_size, writable=False, offset=block * block_size))
-        except BaseException:
-            for mapping in mappings:
-                mapping.close()
-            raise
-        super().__init__(mappings, block_size)
+        super().__init__(map_fd(fd, block_count * block_size, writable=False), block_size)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .collected import when_collected
 from .cross_device import PeerMapping, StagingBlock
 from .errors import Ros2CudaIpcError
@@ -94,7 +96,9 @@ class ReadHandle:
         except BaseException:
             self._drop_share()
             raise
-        when_collected(view, self._drop_share)
+        # A host view's slices are based on its block window (the view's own base), not on the view: the window
+        # lives exactly as long as any of them.
+        when_collected(view.base if type(view) is np.ndarray else view, self._drop_share)
         return view
 
     def _drop_share(self) -> None:

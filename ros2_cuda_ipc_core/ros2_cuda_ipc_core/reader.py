@@ -172,7 +172,7 @@ class Reader:
             try:
                 return ImportedPool(header, fds[0], fds[1], desc.socket_path)
             except OSError as exc:
-                raise PoolUnavailableError(f"{desc.pool_name}: could not map its memory: {exc}") from exc
+                raise PoolUnavailableError(f"{desc.pool_name}: could not map or lock it: {exc}") from exc
             finally:
                 close_fds(fds)
         except OtherPoolError:

@@ -66,7 +66,7 @@ def _check_layout(shape: Sequence[int], strides: Sequence[int] | None, itemsize:
     return shape, strides
 
 
-def host_array(buffer: mmap.mmap, start: int, limit: int, shape: Sequence[int], dtype: Any,
+def host_array(buffer: mmap.mmap | np.ndarray, start: int, limit: int, shape: Sequence[int], dtype: Any,
                strides: Sequence[int] | None, offset: int = 0) -> np.ndarray:
     """A numpy view into the window ``buffer[start:start + limit]``, its first element ``offset`` bytes in."""
     element = np.dtype(dtype)

@@ -6,15 +6,23 @@ for the test, who cannot read this workspace or the Python installation.
   attack SOCKET [UID]          take a pool's handout and try every way to write through it
   lock-and-exit SOCKET BLOCK   take the handout, lock a block through the handed-out fd itself, and exit
   connect SOCKET [UID]         take the handout; print the fd count and the header size, or the error
+  fork-reader                  read the descriptor on stdin, fork a child that sleeps, print both pids, wait
+  fork-publisher               publish one block, fork a child that sleeps, print the descriptor and pids, wait
+  exit-holding                 read the descriptor on stdin and exit with the handle and a view still open
+  starved-publisher            make a pool, use up this process's fds, on a line from stdin free them, print stats
+  read-with-free-fds N         read the descriptor on stdin with only N fds free; print the error
 """
 
 import ctypes
 import fcntl
 import json
+import logging
 import mmap
 import os
+import resource
 import socket
 import sys
+import time
 
 import numpy as np
 
@@ -104,6 +112,107 @@ def connect(path: str, uid: str | None = None) -> dict:
     return {"fds": len(fds), "header": len(data)}
 
 
+def read_stdin_core():
+    from core_peer import core_from_json
+
+    return core_from_json(sys.stdin.readline())
+
+
+def fork_reader() -> dict:
+    from ros2_cuda_ipc_core import Reader
+
+    handle = Reader().read(read_stdin_core())
+    child = fork_and_sleep()
+    say({"reader": os.getpid(), "child": child, "block": handle.block_id})
+    time.sleep(60)
+    return {}
+
+
+def say(line: dict) -> None:
+    """One JSON line in one write: a forked child and its parent share the pipe."""
+    os.write(1, (json.dumps(line) + "\n").encode())
+
+
+def fork_and_sleep() -> int:
+    """Fork a child that says when it runs (the fork hooks have run by then) and sleeps; its pid."""
+    child = os.fork()
+    if child == 0:
+        say({"child_running": os.getpid()})
+        time.sleep(60)
+        os._exit(0)
+    return child
+
+
+def fork_publisher() -> dict:
+    from core_peer import core_to_json
+
+    from ros2_cuda_ipc_core import BlockManager
+
+    pool = BlockManager(4096, block_count=1, memory="host", reuse_delay=0)
+    core = pool.acquire_for_publish().prepare_publish()
+    child = fork_and_sleep()
+    say({"publisher": os.getpid(), "child": child})
+    os.write(1, (core_to_json(core) + "\n").encode())
+    time.sleep(60)
+    return {}
+
+
+def exit_holding() -> dict:
+    from ros2_cuda_ipc_core import Reader
+
+    handle = Reader().read(read_stdin_core())
+    exit_holding.kept = (handle, handle.view((16,), np.uint8))  # alive until the interpreter ends
+    return {"held": handle.block_id}
+
+
+def fill_fds() -> list[int]:
+    fds = []
+    try:
+        while True:
+            fds.append(os.open("/dev/null", os.O_RDONLY))
+    except OSError:
+        return fds
+
+
+def starved_publisher() -> dict:
+    from ros2_cuda_ipc_core import BlockManager
+
+    logging.basicConfig(level=logging.INFO)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    pool = BlockManager(4096, block_count=1, memory="host")
+    filler = fill_fds()
+    print(json.dumps({"socket": pool.socket_path, "filled": len(filler)}), flush=True)
+    sys.stdin.readline()  # the test has connected: the server now fails to accept it
+    time.sleep(0.5)
+    for fd in filler:
+        os.close(fd)
+    deadline = time.monotonic() + 30
+    while pool.stats()["fd_handouts"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return pool.counters.snapshot()
+
+
+def read_with_free_fds(free: str) -> dict:
+    from ros2_cuda_ipc_core import Reader, Ros2CudaIpcError
+
+    core = read_stdin_core()
+    reader = Reader()
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    filler = fill_fds()
+    for fd in filler[len(filler) - int(free):]:
+        os.close(fd)
+    try:
+        reader.read(core).close()
+    except Ros2CudaIpcError as exc:
+        return {"error": type(exc).__name__, "message": str(exc)}
+    except Exception as exc:  # what the test is about: anything untyped
+        return {"error": type(exc).__name__, "message": str(exc), "untyped": True}
+    return {"error": None}
+
+
 if __name__ == "__main__":
     role, *args = sys.argv[1:]
-    print(json.dumps({"attack": attack, "lock-and-exit": lock_and_exit, "connect": connect}[role](*args)), flush=True)
+    roles = {"attack": attack, "lock-and-exit": lock_and_exit, "connect": connect, "fork-reader": fork_reader,
+             "fork-publisher": fork_publisher, "exit-holding": exit_holding, "starved-publisher": starved_publisher,
+             "read-with-free-fds": read_with_free_fds}
+    print(json.dumps(roles[role](*args)), flush=True)
