@@ -143,10 +143,14 @@ class FdServer:
                 for key, _ in self._selector.select(self._next_timeout()):
                     if key.fileobj == self._wake_r:
                         return
-                    if key.fileobj is self._sock:
-                        self._accept()
-                    else:
-                        self._peer_readable(key.fd)
+                    try:
+                        if key.fileobj is self._sock:
+                            self._accept()
+                        else:
+                            self._peer_readable(key.fileobj)
+                    except Exception:  # one peer's trouble, or a bug, must not end the handouts to everyone
+                        log.exception("pool %s: the fd server failed on one connection; serving on",
+                                      self.socket_path)
                 self._expire_idle()
                 if self._pause and time.monotonic() >= self._resume_at:
                     self._selector.register(self._sock, selectors.EVENT_READ)
@@ -236,8 +240,13 @@ class FdServer:
         conn.close()
         self._say(logging.WARNING, counter, why)
 
-    def _peer_readable(self, fd: int) -> None:
-        handout = self._handouts[fd]
+    def _peer_readable(self, conn: object) -> None:
+        """The peer sent bytes or closed.  ``conn`` may be gone already: an event of this batch can name a
+        connection that :meth:`_reap_closed` closed earlier in it (its fd even reused since)."""
+        fd = conn.fileno() if isinstance(conn, socket.socket) else -1
+        handout = self._handouts.get(fd)
+        if handout is None or handout.conn is not conn:
+            return
         try:
             data = handout.conn.recv(256)  # bytes from a peer are reserved for protocol extensions: ignored
         except (BlockingIOError, InterruptedError):
@@ -249,9 +258,9 @@ class FdServer:
 
     def _reap_closed(self, pid: int) -> None:
         """Read, now, the EOFs of ``pid``'s handouts that the peer has closed."""
-        for fd, handout in list(self._handouts.items()):
+        for handout in list(self._handouts.values()):
             if handout.pid == pid:
-                self._peer_readable(fd)
+                self._peer_readable(handout.conn)
 
     def _expire_idle(self) -> None:
         now = time.monotonic()

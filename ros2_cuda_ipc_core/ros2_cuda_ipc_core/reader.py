@@ -46,8 +46,8 @@ class Reader:
     """
 
     def __init__(self, allowed_uids: Iterable[int] | None = None, max_pools: int = 16,
-                 connect_timeout: float = 0.25, liveness_interval: float = 1.0,
-                 cross_device: CrossDevice = "auto", retry_after: float = 2.0,
+                 connect_timeout: float = 0.5, liveness_interval: float = 1.0,
+                 cross_device: CrossDevice = "auto", retry_after: float = 1.0,
                  check_publisher_pid: bool = True) -> None:
         self.cross_device = check_cross_device(cross_device)
         self._cross_paths_said: set[tuple[bytes, int, str]] = set()

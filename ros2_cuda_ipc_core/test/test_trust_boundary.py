@@ -230,12 +230,12 @@ def test_a_peer_that_never_closes_its_handouts_is_bounded_and_timed_out():
 def test_a_peer_that_closes_its_handouts_is_never_limited():
     with BlockManager(4096, block_count=1, memory="host", reuse_delay=0) as pool:
         pool._server.max_per_peer = 1
-        for value in range(20):
-            with Reader().read(remote(publish(pool, value))) as handle:  # each Reader imports afresh
+        # Each Reader imports afresh; the peer's close and its next connection often reach the server in one
+        # batch of events (100 imports found a server thread that died of that once).
+        for value in range(100):
+            with Reader().read(remote(publish(pool, value))) as handle:
                 assert handle.view((1,), np.uint8)[0] == value
-            if value % 5 == 4:
-                assert pool.stats()["peer_limit_refusals"] == 0
-        assert pool.stats()["fd_handouts"] == 20
+        assert pool.stats()["peer_limit_refusals"] == 0 and pool.stats()["fd_handouts"] == 100
 
 
 def test_out_of_fds_the_server_pauses_says_so_once_and_recovers():
@@ -426,8 +426,8 @@ def test_a_silent_socket_costs_one_bounded_wait_not_one_per_message():
         core = publish(pool, 1)
         silent = SilentPool(b"\x11" * 16)
         try:
-            reader = Reader()
-            with pytest.raises(PoolUnavailableError, match=r"did not answer within 0\.25 s"):
+            reader = Reader(retry_after=600)  # the default, 1 s, could pass while a loaded machine runs the loop
+            with pytest.raises(PoolUnavailableError, match=r"did not answer within 0\.5 s"):
                 reader.read(forged(core, silent.path, b"\x11" * 16))
             for _ in range(20):
                 with pytest.raises(PoolUnavailableError, match="not tried again"):
