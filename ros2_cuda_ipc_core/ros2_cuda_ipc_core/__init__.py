@@ -31,6 +31,7 @@ from .shutdown import run_nodes, run_tool
 from .streams import StreamLike
 from .transfer import copy_rows, copy_strided
 from .typed import (
+    DEFAULT_MAX_FRAME_BYTES,
     ArrayProtocols,
     ArrayView,
     BlockLayout,
@@ -49,12 +50,14 @@ from .typed import (
     TypedSubscription,
     TypedView,
     UploadBridge,
+    check_frame_bytes,
     strided_source,
     twin_topic,
 )
 
 __all__ = [
     "CROSS_DEVICE_MODES",
+    "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_REUSE_DELAY",
     "ArrayProtocols",
     "ArrayView",
@@ -93,6 +96,7 @@ __all__ = [
     "TypedSubscription",
     "TypedView",
     "UploadBridge",
+    "check_frame_bytes",
     "check_reuse_delay",
     "copy_rows",
     "copy_strided",

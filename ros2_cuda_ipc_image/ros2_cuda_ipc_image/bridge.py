@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import TYPE_CHECKING
 
 import numpy as np
 from sensor_msgs.msg import Image
 
-from ros2_cuda_ipc_core import InvalidDescriptorError, copy_rows, message_bytes
+from ros2_cuda_ipc_core import InvalidDescriptorError, check_frame_bytes, copy_rows, message_bytes
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
-from .encodings import encoding_layout, generic_encoding
+from .encodings import DTYPE_CODES, encoding_layout, generic_encoding
 from .frame import ImageFrame
 from .layout import packed_layout
 
@@ -53,6 +54,28 @@ def to_image_msg(view: ImageView) -> Image:
     msg.step = step
     msg.data = data
     return msg
+
+
+def check_image_msg(msg: Image, max_bytes: int) -> None:
+    """Refuse an Image whose claims (rows, step, encoding) disagree with the bytes it carries, or that makes a frame
+    of more than ``max_bytes``: checked before any pool is sized by it (InvalidDescriptorError naming the field)."""
+    dtype, channels = encoding_layout(msg.encoding)
+    row_bytes = msg.width * channels * dtype.itemsize
+    if msg.height == 0 or msg.width == 0:
+        raise InvalidDescriptorError(f"Image of {msg.width} x {msg.height} pixels: no frame to publish")
+    if msg.step < row_bytes:
+        raise InvalidDescriptorError(f"Image step {msg.step} is shorter than its {msg.width} x {channels} x "
+                                     f"{dtype} = {row_bytes}-byte rows")
+    check_frame_bytes(msg.height * msg.step, max_bytes, f"an Image of {msg.height} rows of step {msg.step}")
+    if len(msg.data) < msg.height * msg.step:
+        raise InvalidDescriptorError(f"Image of {msg.height} rows with step {msg.step} carries {len(msg.data)} bytes, "
+                                     f"not {msg.height * msg.step}")
+
+
+def gpu_image_bytes(msg: GpuImage) -> int:
+    """Bytes of the sensor_msgs/Image a GpuImage's download makes (rows x dense row bytes), by its claims."""
+    item = DTYPE_CODES[msg.dtype].itemsize if msg.dtype in DTYPE_CODES else 1
+    return math.prod(int(n) for n in msg.shape) * item
 
 
 def publish_image_msg(image_publisher: ImagePublisher, msg: Image) -> GpuImage | None:

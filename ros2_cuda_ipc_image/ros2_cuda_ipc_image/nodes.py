@@ -13,7 +13,7 @@ from sensor_msgs.msg import Image
 from ros2_cuda_ipc_core import DownloadBridge, UploadBridge, run_nodes
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
-from .bridge import publish_image_msg, to_image_msg
+from .bridge import check_image_msg, gpu_image_bytes, publish_image_msg, to_image_msg
 from .publisher import ImagePublisher
 from .reader import ImageReader
 from .subscription import image_fits
@@ -27,12 +27,18 @@ class GpuToImage(DownloadBridge[ImageView]):
         super().__init__("gpu_to_image", ImageReader(), to_image_msg, GpuImage, "gpu_image", Image, "image", "frame",
                          **kwargs)
 
+    def output_bytes(self, msg: GpuImage) -> int:
+        return gpu_image_bytes(msg)
+
 
 class ImageToGpu(UploadBridge[ImagePublisher]):
     """sensor_msgs/Image -> GpuImage, one upload per frame into a pool sized by the first image (and resized on change)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("image_to_gpu", Image, "image", "image", **kwargs)
+
+    def check(self, msg: Image) -> None:
+        check_image_msg(msg, self.max_frame_bytes)
 
     def fits(self, publisher: ImagePublisher, msg: Image) -> bool:
         return image_fits(publisher, msg)

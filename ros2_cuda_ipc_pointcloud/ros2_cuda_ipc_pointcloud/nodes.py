@@ -14,7 +14,7 @@ from sensor_msgs.msg import PointCloud2
 from ros2_cuda_ipc_core import DownloadBridge, UploadBridge, run_nodes
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 
-from .bridge import publish_pointcloud2_msg, to_pointcloud2_msg
+from .bridge import check_pointcloud2_msg, publish_pointcloud2_msg, to_pointcloud2_msg
 from .publisher import PointCloudPublisher
 from .reader import PointCloudReader
 from .subscription import cloud_fits, cloud_publisher
@@ -28,6 +28,9 @@ class GpuToPointCloud2(DownloadBridge[PointCloudView]):
         super().__init__("gpu_to_pointcloud2", PointCloudReader(), to_pointcloud2_msg, GpuPointCloud2, "gpu_points",
                          PointCloud2, "points", "cloud", **kwargs)
 
+    def output_bytes(self, msg: GpuPointCloud2) -> int:
+        return int(msg.height) * int(msg.row_step)
+
 
 class PointCloud2ToGpu(UploadBridge[PointCloudPublisher]):
     """sensor_msgs/PointCloud2 -> GpuPointCloud2, one upload per cloud.
@@ -38,6 +41,9 @@ class PointCloud2ToGpu(UploadBridge[PointCloudPublisher]):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("pointcloud2_to_gpu", PointCloud2, "points", "cloud", **kwargs)
+
+    def check(self, msg: PointCloud2) -> None:
+        check_pointcloud2_msg(msg, self.max_frame_bytes)
 
     def fits(self, publisher: PointCloudPublisher, msg: PointCloud2) -> bool:
         return cloud_fits(publisher, msg)

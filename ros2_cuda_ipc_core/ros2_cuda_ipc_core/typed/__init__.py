@@ -7,7 +7,7 @@ A typed package adds meaning only (encodings, point fields).  Import these names
 """
 
 from .arrays import ArrayProtocols, ArrayView
-from .bridge_nodes import DownloadBridge, UploadBridge
+from .bridge_nodes import DEFAULT_MAX_FRAME_BYTES, DownloadBridge, UploadBridge, check_frame_bytes
 from .frame import TypedFrame
 from .layout import BlockLayout, StridedLayout, TypedMessage
 from .publisher import TypedPublisher
@@ -19,6 +19,7 @@ from .upload import TwinUpload
 from .view import TypedView
 
 __all__ = [
+    "DEFAULT_MAX_FRAME_BYTES",
     "ArrayProtocols",
     "ArrayView",
     "BlockLayout",
@@ -37,6 +38,7 @@ __all__ = [
     "TypedSubscription",
     "TypedView",
     "UploadBridge",
+    "check_frame_bytes",
     "strided_source",
     "twin_topic",
 ]

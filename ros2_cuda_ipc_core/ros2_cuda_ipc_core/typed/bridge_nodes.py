@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from traceback import format_exception
 from typing import Any, Generic, TypeVar, cast
 
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 
-from ..errors import Ros2CudaIpcError
+from ..errors import InvalidDescriptorError, Ros2CudaIpcError
 from ..pool import DEFAULT_REUSE_DELAY, MemoryKind, check_reuse_delay
 from .publisher import TypedPublisher
 from .reader import TypedReader
@@ -23,21 +24,72 @@ from .view import TypedView
 P = TypeVar("P", bound=TypedPublisher[Any, Any])
 V = TypeVar("V", bound=TypedView[Any])
 
+#: Default of the ``max_frame_bytes`` parameter: far above any camera frame or LiDAR scan of today.
+DEFAULT_MAX_FRAME_BYTES = 1 << 28
+
+
+def check_frame_bytes(claimed: int, limit: int, what: str) -> None:
+    """Refuse a message whose claims would make a ``claimed``-byte frame when the bridge allows ``limit``."""
+    if claimed > limit:
+        raise InvalidDescriptorError(f"{what} claims {claimed} bytes, more than this bridge's max_frame_bytes "
+                                     f"({limit}); raise the parameter if such frames are real")
+
+
+class _MessageGuard:
+    """How a bridge takes a message that fails: counted, logged at most every 5 s, and the bridge goes on.
+
+    A ``Ros2CudaIpcError`` or ``ValueError`` is a message we refuse (a warning); anything else is a bug of
+    ours that a message found (an error with its traceback), and still never ends the node.
+    """
+
+    def __init__(self, node: Node, item: str) -> None:
+        self._node, self._item = node, item
+        self.dropped = 0  #: every message that did not go out
+        self.refused = 0  #: of those, the ones refused for what they claim (not a stale frame or a pool gone)
+
+    def __enter__(self) -> _MessageGuard:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+        if exc is None or not isinstance(exc, Exception):
+            return False
+        self.dropped += 1
+        logger = self._node.get_logger()
+        if isinstance(exc, ValueError):  # InvalidDescriptorError is one: what the message claims is wrong
+            self.refused += 1
+        if isinstance(exc, (Ros2CudaIpcError, ValueError)):
+            logger.warning(f"{self._item} dropped: {exc}", throttle_duration_sec=5.0)
+        else:
+            logger.error(f"{self._item} dropped by an unexpected error: {''.join(format_exception(exc))}",
+                         throttle_duration_sec=5.0)
+        return True
+
+
+def _max_frame_bytes(node: Node) -> int:
+    limit: object = node.declare_parameter("max_frame_bytes", DEFAULT_MAX_FRAME_BYTES).value
+    if not isinstance(limit, int) or limit <= 0:
+        raise ValueError(f"max_frame_bytes must be a positive integer of bytes, got {limit!r}")
+    return limit
+
 
 class DownloadBridge(Node, Generic[V]):
     """Typed messages on ``in_topic`` to plain messages on ``out_topic``, one download each.
 
     Downloads only while the output has subscribers, at most ``max_rate`` Hz (a parameter; 0 means every
-    message); a message that cannot be read is counted and logged, never raised.  Logs its counts every
-    ``stats_period`` seconds (a parameter).
+    message); a message that cannot be read, or whose download would exceed ``max_frame_bytes`` (a parameter,
+    checked from the message's claims before anything is read or allocated), is counted and logged, never
+    raised.  Logs its counts every ``stats_period`` seconds (a parameter).  Subclasses say how many bytes a
+    message's download makes (``output_bytes``).
     """
 
     def __init__(self, node_name: str, reader: TypedReader[Any, Any, V], convert: Callable[[V], Any],
                  in_type: type, in_topic: str, out_type: type, out_topic: str, item: str, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         self.max_rate = float(self.declare_parameter("max_rate", 0.0).value)
+        self.max_frame_bytes = _max_frame_bytes(self)
         self.reader = reader
-        self.converted = self.skipped = self.dropped = 0
+        self.converted = self.skipped = 0
+        self._guard = _MessageGuard(self, item)
         self._convert = convert
         self._item = item
         self._last = 0.0
@@ -46,40 +98,53 @@ class DownloadBridge(Node, Generic[V]):
         self.create_timer(float(self.declare_parameter("stats_period", 10.0).value), self._log_stats)
 
     @property
+    def dropped(self) -> int:
+        """Messages refused or failed: counted, logged (rate-limited), never raised."""
+        return self._guard.dropped
+
+    @property
+    def refused(self) -> int:
+        """Of :attr:`dropped`, the messages refused for what they claim."""
+        return self._guard.refused
+
+    def output_bytes(self, msg: Any) -> int:
+        """Bytes of the plain message ``msg``'s download would make, by its own claims (before any read)."""
+        raise NotImplementedError
+
+    @property
     def listeners(self) -> int:
         """Subscribers of the output: with none, nothing is downloaded."""
         return int(self._out.get_subscription_count())
 
     def _log_stats(self) -> None:
-        self.get_logger().info(f"converted {self.converted}, skipped {self.skipped}, dropped {self.dropped}; "
-                               f"reader {self.reader.stats()}")
+        self.get_logger().info(f"converted {self.converted}, skipped {self.skipped}, dropped {self.dropped} "
+                               f"(refused {self.refused}); reader {self.reader.stats()}")
 
     def _on_message(self, msg: Any) -> None:
         now = time.monotonic()
         if self.listeners == 0 or (self.max_rate > 0 and now - self._last < 1.0 / self.max_rate):
             self.skipped += 1
             return
-        try:
+        with self._guard:
+            check_frame_bytes(self.output_bytes(msg), self.max_frame_bytes, f"a {type(msg).__name__}")
             with self.reader.read(msg) as view:
                 out = self._convert(view)
-        except Ros2CudaIpcError as exc:
-            self.dropped += 1
-            self.get_logger().warning(f"{self._item} dropped: {exc}", throttle_duration_sec=5.0)
-            return
-        self._last = now
-        self._out.publish(out)
-        self.converted += 1
+            self._last = now
+            self._out.publish(out)
+            self.converted += 1
 
 
 class UploadBridge(Node, Generic[P]):
     """Plain messages on ``in_topic`` to typed messages, one upload each, through a publisher of this node.
 
-    Subclasses say whether a message fits the current publisher (``fits``), how to make one sized by a
-    message (``make_publisher``; the first message and any that does not fit get a new one, the old one is
+    Subclasses say how a message's claims are checked against the bytes it carries (``check``, before
+    anything is sized by them), whether a message fits the current publisher (``fits``), how to make one sized
+    by a message (``make_publisher``; the first message and any that does not fit get a new one, the old one is
     closed) and how to upload (``upload``).  Parameters:
     ``memory`` ("auto", "cuda", "host"), ``block_count``, ``reuse_delay`` (seconds before a published block
-    is reused, default 0.01; a negative or non-finite one is a ValueError here), ``stats_period``.  A message
-    that cannot be published is counted and logged, never raised.
+    is reused, default 0.01; a negative or non-finite one is a ValueError here), ``max_frame_bytes`` (the
+    largest frame a message may make a pool for, default 256 MiB), ``stats_period``.  A message that cannot
+    be published is counted and logged (rate-limited), never raised.
     """
 
     def __init__(self, node_name: str, in_type: type, in_topic: str, item: str, **kwargs: Any) -> None:
@@ -89,11 +154,27 @@ class UploadBridge(Node, Generic[P]):
         # Any number (reuse_delay:=0 is an integer to ROS); check_reuse_delay refuses the rest, naming it.
         any_number = ParameterDescriptor(dynamic_typing=True)
         self.reuse_delay = check_reuse_delay(self.declare_parameter("reuse_delay", DEFAULT_REUSE_DELAY, any_number).value)
+        self.max_frame_bytes = _max_frame_bytes(self)
         self.publisher: P | None = None
-        self.dropped = 0
+        self._guard = _MessageGuard(self, item)
         self._item = item
         self.create_subscription(in_type, in_topic, self._on_message, 10)
         self.create_timer(float(self.declare_parameter("stats_period", 10.0).value), self._log_stats)
+
+    @property
+    def dropped(self) -> int:
+        """Messages refused, failed or without a free block: counted, logged (rate-limited), never raised."""
+        return self._guard.dropped
+
+    @property
+    def refused(self) -> int:
+        """Of :attr:`dropped`, the messages refused for what they claim."""
+        return self._guard.refused
+
+    def check(self, msg: Any) -> None:
+        """Refuse (InvalidDescriptorError) a message whose claims disagree with the bytes it carries, or that
+        would need a frame larger than :attr:`max_frame_bytes`: before any pool is made for it."""
+        raise NotImplementedError
 
     def fits(self, publisher: P, msg: Any) -> bool:
         """Whether ``publisher`` can publish ``msg``."""
@@ -109,7 +190,7 @@ class UploadBridge(Node, Generic[P]):
 
     def _log_stats(self) -> None:
         if self.publisher is not None:
-            self.get_logger().info(f"dropped {self.dropped}; pool {self.publisher.pool.stats()}")
+            self.get_logger().info(f"dropped {self.dropped} (refused {self.refused}); pool {self.publisher.pool.stats()}")
 
     def publisher_for(self, msg: Any) -> P:
         """:attr:`publisher` if ``msg`` fits it, else a new one sized by ``msg`` (the old one closed)."""
@@ -125,9 +206,7 @@ class UploadBridge(Node, Generic[P]):
         return publisher
 
     def _on_message(self, msg: Any) -> None:
-        try:
+        with self._guard:
+            self.check(msg)
             if self.upload(self.publisher_for(msg), msg) is None:
-                self.dropped += 1
-        except (Ros2CudaIpcError, ValueError) as exc:
-            self.dropped += 1
-            self.get_logger().warning(f"{self._item} dropped: {exc}", throttle_duration_sec=5.0)
+                self._guard.dropped += 1

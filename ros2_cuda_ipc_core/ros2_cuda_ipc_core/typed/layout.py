@@ -111,6 +111,10 @@ class StridedLayout:
             raise InvalidDescriptorError(f"shape {shape} and strides {strides} differ in length")
         if min(shape, default=1) <= 0:
             raise InvalidDescriptorError(f"shape {shape} has a {'zero' if 0 in shape else 'negative'} extent")
+        for index, stride in enumerate(strides):
+            if abs(stride) > byte_size:  # even on an axis of extent 1, where it moves nothing, consumers choke on it
+                raise InvalidDescriptorError(f"{self._axis(index)} stride {stride} reaches outside the {byte_size} "
+                                             "bytes available")
         if self.whole_elements:
             for index, stride in enumerate(strides):
                 if stride % item:
