@@ -172,6 +172,14 @@ class CloudLayout:
             if field.offset < 0 or field.end > self.point_step:
                 raise InvalidDescriptorError(f"field {field.name!r} spans bytes [{field.offset}, {field.end}) of a "
                                              f"{self.point_step}-byte point")
+        expanded: set[str] = set()  # the structured dtype's names: 'a' of count 2 is a_0, a_1, which a field may be
+        for field in self.fields:
+            names = [f"{field.name}_{i}" for i in range(field.count)] if field.count > 1 else [field.name]
+            clash = expanded.intersection(names)
+            if clash:
+                raise InvalidDescriptorError(f"field {field.name!r} gives the structured array the name {clash.pop()!r} "
+                                             "another field already has (a field of count n > 1 is name_0 .. name_n-1)")
+            expanded.update(names)
         ordered = sorted(self.fields, key=lambda f: f.offset)
         for first, second in itertools.pairwise(ordered):
             if first.end > second.offset:
