@@ -43,6 +43,19 @@ def last_count(log: str, name: str) -> int:
     return int(counts[-1])
 
 
+def fill(array_like: Any, value: float) -> None:
+    """Set every element of a frame's array (numpy on host; through torch and DLPack on CUDA) to ``value``."""
+    import numpy as np
+
+    if isinstance(array_like.array, np.ndarray):
+        array_like.array[...] = value
+        return
+    import torch
+
+    torch.from_dlpack(array_like).fill_(value)
+    torch.cuda.synchronize()
+
+
 class NodeProcess:
     """A running node executable; :attr:`log` is its stderr once :meth:`stop` has run."""
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from core_peer import FIELDS, core_from_json, core_to_json
+from gpu_marks import MEMORIES, needs_gpu
 from peers import ask, spawn_peer
 from test_descriptors import copy_core
 
@@ -97,6 +98,18 @@ def test_a_same_user_peer_cannot_write_through_the_handout_by_any_route():
         block.view((4096,), np.uint8)[:] = 9  # the publisher's own mapping still writes
         with Reader().read(remote(block.prepare_publish())) as handle:
             assert handle.view((1,), np.uint8)[0] == 9
+
+
+@needs_gpu
+@needs_future_write_seal
+def test_a_cuda_pools_metadata_handout_is_read_only_too():
+    # The block memory of a CUDA pool is the driver's export fd, handed as it is: what an importer may map is the
+    # driver's to say (see the core README, allowed_uids); the metadata, whose records say which frame a block
+    # holds, is a sealed memfd like a host pool's.
+    with BlockManager(1 << 20, block_count=2, memory="cuda") as pool:
+        peer = hostile("attack", pool.socket_path)
+        assert peer["fds"] == 2 and peer["metadata"]["read_only"]
+        assert [f"metadata.{a}" for a, r in peer["metadata"].items() if r == "ALLOWED" and a != "read_only"] == []
 
 
 def test_an_allow_listed_other_user_cannot_write_either(other_uid):
@@ -421,17 +434,19 @@ def forged(core, path: str, pool_id: bytes):
     return copy_core(core, socket_path=path, pool_id=np.frombuffer(pool_id, np.uint8), publisher_pid=0)
 
 
-def test_a_silent_socket_costs_one_bounded_wait_not_one_per_message():
+@pytest.mark.parametrize("memory", MEMORIES)
+def test_a_silent_socket_costs_one_bounded_wait_not_one_per_message(memory):
     with BlockManager(4096, block_count=1, memory="host") as pool:
         core = publish(pool, 1)
         silent = SilentPool(b"\x11" * 16)
+        kind = 1 if memory == "cuda" else 0  # a CUDA descriptor imports the same way, once CUDA is known to work
         try:
             reader = Reader(retry_after=600)  # the default, 1 s, could pass while a loaded machine runs the loop
             with pytest.raises(PoolUnavailableError, match=r"did not answer within 0\.5 s"):
-                reader.read(forged(core, silent.path, b"\x11" * 16))
+                reader.read(copy_core(forged(core, silent.path, b"\x11" * 16), memory=kind))
             for _ in range(20):
                 with pytest.raises(PoolUnavailableError, match="not tried again"):
-                    reader.read(forged(core, silent.path, b"\x11" * 16))
+                    reader.read(copy_core(forged(core, silent.path, b"\x11" * 16), memory=kind))
             assert len(silent.accepted) == 1
             with reader.read(remote(core)) as handle:  # the real pool is not held against anyone
                 assert handle.view((1,), np.uint8)[0] == 1

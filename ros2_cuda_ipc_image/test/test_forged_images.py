@@ -4,7 +4,9 @@ sized by one, and the bridge is still alive and converting good messages afterwa
 import copy
 
 import numpy as np
-from bridge_process import last_count, node_process, spin_for, spin_until
+import pytest
+from bridge_process import fill, last_count, node_process, spin_for, spin_until
+from gpu_marks import MEMORIES
 from sensor_msgs.msg import Image
 from setters import unchecked
 from spinning import publishing, received
@@ -32,10 +34,11 @@ FORGED_IMAGES = [
 ]
 
 
-def test_image_to_gpu_survives_forged_images_and_still_converts(node):
+@pytest.mark.parametrize("memory", MEMORIES)
+def test_image_to_gpu_survives_forged_images_and_still_converts(node, memory):
     good = image(4, 4, "rgb8", 12, bytes(range(48)))
     with node_process(PACKAGE, "image_to_gpu", node, "image",
-                      ["memory:=host", "max_frame_bytes:=1000000", "stats_period:=0.5"]) as bridge, \
+                      [f"memory:={memory}", "max_frame_bytes:=1000000", "stats_period:=0.5"]) as bridge, \
             publishing(node, Image, "image") as cameras, received(node, GpuImage, "gpu_image") as got:
         # The bridge makes its publisher with the first good image: send until one reaches us.
         assert spin_until(node, lambda: got or (cameras.publish(good) and False) or not bridge.alive, 60)
@@ -49,12 +52,13 @@ def test_image_to_gpu_survives_forged_images_and_still_converts(node):
         assert bridge.stop() == 0
     assert last_count(bridge.log, "refused") == len(FORGED_IMAGES)
     assert bridge.log.count("publishing images from") == 1  # no forged image made a pool, the good one did
-    assert "from a host pool of 4 blocks of 4096 bytes" in bridge.log
+    assert f"from a {memory} pool of 4 blocks" in bridge.log
     assert "image dropped" in bridge.log and "Traceback" not in bridge.log
 
 
-def test_gpu_to_image_survives_forged_gpu_images_and_still_converts(node):
-    with ImagePublisher(node, "gpu_image", width=4, height=4, encoding="rgb8", memory="host") as cameras, \
+@pytest.mark.parametrize("memory", MEMORIES)
+def test_gpu_to_image_survives_forged_gpu_images_and_still_converts(node, memory):
+    with ImagePublisher(node, "gpu_image", width=4, height=4, encoding="rgb8", memory=memory) as cameras, \
             publishing(node, GpuImage, "gpu_image") as forger, received(node, Image, "image") as got, \
             node_process(PACKAGE, "gpu_to_image", node, "gpu_image",
                          ["max_frame_bytes:=1000000", "stats_period:=0.5"]) as bridge:
@@ -62,7 +66,7 @@ def test_gpu_to_image_survives_forged_gpu_images_and_still_converts(node):
         def send_good() -> bool:
             frame = cameras.borrow(timeout=0.1)
             if frame is not None:
-                frame.array[...] = 9
+                fill(frame, 9)
                 frame.publish()
             return False
 

@@ -4,7 +4,9 @@ or message is sized by one, and the bridge is still alive and converting good cl
 import copy
 
 import numpy as np
-from bridge_process import last_count, node_process, spin_for, spin_until
+import pytest
+from bridge_process import fill, last_count, node_process, spin_for, spin_until
+from gpu_marks import MEMORIES
 from sensor_msgs.msg import PointCloud2, PointField
 from spinning import publishing, received
 
@@ -32,10 +34,11 @@ FORGED_CLOUDS = [
 ]
 
 
-def test_pointcloud2_to_gpu_survives_forged_clouds_and_still_converts(node):
+@pytest.mark.parametrize("memory", MEMORIES)
+def test_pointcloud2_to_gpu_survives_forged_clouds_and_still_converts(node, memory):
     good = cloud(1, 4, 12, 48, np.arange(12, dtype=np.float32).tobytes())
     with node_process(PACKAGE, "pointcloud2_to_gpu", node, "points",
-                      ["memory:=host", "max_frame_bytes:=1000000", "stats_period:=0.5"]) as bridge, \
+                      [f"memory:={memory}", "max_frame_bytes:=1000000", "stats_period:=0.5"]) as bridge, \
             publishing(node, PointCloud2, "points") as lidar, received(node, GpuPointCloud2, "gpu_points") as got:
         assert spin_until(node, lambda: got or (lidar.publish(good) and False) or not bridge.alive, 60)
         for forged in FORGED_CLOUDS:
@@ -48,11 +51,13 @@ def test_pointcloud2_to_gpu_survives_forged_clouds_and_still_converts(node):
         assert bridge.stop() == 0
     assert last_count(bridge.log, "refused") == len(FORGED_CLOUDS)
     assert bridge.log.count("publishing clouds from") == 1  # no forged cloud made a pool
+    assert f"from a {memory} pool" in bridge.log
     assert "cloud dropped" in bridge.log and "Traceback" not in bridge.log
 
 
-def test_gpu_to_pointcloud2_survives_forged_clouds_and_still_converts(node):
-    with PointCloudPublisher(node, "gpu_points", fields="xyz", width=4, memory="host") as lidar, \
+@pytest.mark.parametrize("memory", MEMORIES)
+def test_gpu_to_pointcloud2_survives_forged_clouds_and_still_converts(node, memory):
+    with PointCloudPublisher(node, "gpu_points", fields="xyz", width=4, memory=memory) as lidar, \
             publishing(node, GpuPointCloud2, "gpu_points") as forger, received(node, PointCloud2, "points") as got, \
             node_process(PACKAGE, "gpu_to_pointcloud2", node, "gpu_points",
                          ["max_frame_bytes:=1000000", "stats_period:=0.5"]) as bridge:
@@ -60,7 +65,7 @@ def test_gpu_to_pointcloud2_survives_forged_clouds_and_still_converts(node):
         def send_good() -> bool:
             frame = lidar.borrow(timeout=0.1)
             if frame is not None:
-                frame.xyz.array[...] = 2.0
+                fill(frame.xyz, 2.0)
                 frame.publish()
             return False
 
