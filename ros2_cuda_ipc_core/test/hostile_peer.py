@@ -51,8 +51,8 @@ def handout(path: str) -> tuple[bytes, list[int]]:
 def outcome(attempt) -> str:
     try:
         attempt()
-    except OSError as exc:
-        return f"refused ({exc.strerror})"
+    except (OSError, ValueError) as exc:  # ValueError: Python's mmap of a 0-byte (CUDA export) fd
+        return f"refused ({getattr(exc, 'strerror', None) or exc})"
     return "ALLOWED"
 
 
