@@ -56,6 +56,16 @@ def fill(array_like: Any, value: float) -> None:
     torch.cuda.synchronize()
 
 
+def publish_filled(publisher: Any, value: float, field: str | None = None) -> bool:
+    """Borrow a frame of a typed ``publisher`` (if one is free), fill it (its ``field`` view, say ``xyz``) with
+    ``value`` and publish it; False, so that it can sit in a ``spin_until`` condition."""
+    frame = publisher.borrow(timeout=0.1)
+    if frame is not None:
+        fill(frame if field is None else getattr(frame, field), value)
+        frame.publish()
+    return False
+
+
 class NodeProcess:
     """A running node executable; :attr:`log` is its stderr once :meth:`stop` has run."""
 

@@ -63,7 +63,7 @@ def fetch_pool_fds(desc: Descriptor, allowed_uids: Iterable[int], timeout: float
                 raise PoolUnavailableError(
                     f"{desc.pool_name} is served by uid {uid}, neither this user nor allow-listed: not trusted")
             sock.settimeout(max(deadline - time.monotonic(), 0.001))
-            data, fds, flags, _ = socket.recv_fds(sock, HEADER_SIZE + 1, POOL_FD_COUNT + 1)
+            data, fds, flags, _ = socket.recv_fds(sock, HEADER_SIZE + 1, POOL_FD_COUNT + 1, socket.MSG_CMSG_CLOEXEC)
         except (FileNotFoundError, ConnectionRefusedError):
             raise PoolUnavailableError(f"{desc.pool_name}: nothing listens there (publisher gone?)") from None
         except TimeoutError:

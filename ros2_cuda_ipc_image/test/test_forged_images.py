@@ -5,7 +5,7 @@ import copy
 
 import numpy as np
 import pytest
-from bridge_process import fill, last_count, node_process, spin_for, spin_until
+from bridge_process import last_count, node_process, publish_filled, spin_for, spin_until
 from gpu_marks import MEMORIES
 from sensor_msgs.msg import Image
 from setters import unchecked
@@ -63,14 +63,8 @@ def test_gpu_to_image_survives_forged_gpu_images_and_still_converts(node, memory
             node_process(PACKAGE, "gpu_to_image", node, "gpu_image",
                          ["max_frame_bytes:=1000000", "stats_period:=0.5"]) as bridge:
 
-        def send_good() -> bool:
-            frame = cameras.borrow(timeout=0.1)
-            if frame is not None:
-                fill(frame, 9)
-                frame.publish()
-            return False
 
-        assert spin_until(node, lambda: got or send_good() or not bridge.alive, 60)  # it downloads: it has listeners
+        assert spin_until(node, lambda: got or publish_filled(cameras, 9) or not bridge.alive, 60)
         assert spin_until(node, lambda: forger.get_subscription_count() > 0, 60)
         live = got and cameras.borrow(timeout=1.0).publish()  # a live core for the forged ones to borrow
         forged_messages = []
@@ -89,7 +83,7 @@ def test_gpu_to_image_survives_forged_gpu_images_and_still_converts(node, memory
             forger.publish(forged)
             spin_for(node, 0.05)
         got.clear()
-        assert spin_until(node, lambda: got or send_good() or not bridge.alive, 60)
+        assert spin_until(node, lambda: got or publish_filled(cameras, 9) or not bridge.alive, 60)
         assert bridge.alive and all(bytes(image.data[:3]) == b"\t\t\t" for image in got)
         spin_for(node, 1.0)
         assert bridge.stop() == 0

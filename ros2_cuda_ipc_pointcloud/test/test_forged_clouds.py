@@ -5,7 +5,7 @@ import copy
 
 import numpy as np
 import pytest
-from bridge_process import fill, last_count, node_process, spin_for, spin_until
+from bridge_process import last_count, node_process, publish_filled, spin_for, spin_until
 from gpu_marks import MEMORIES
 from sensor_msgs.msg import PointCloud2, PointField
 from spinning import publishing, received
@@ -62,14 +62,8 @@ def test_gpu_to_pointcloud2_survives_forged_clouds_and_still_converts(node, memo
             node_process(PACKAGE, "gpu_to_pointcloud2", node, "gpu_points",
                          ["max_frame_bytes:=1000000", "stats_period:=0.5"]) as bridge:
 
-        def send_good() -> bool:
-            frame = lidar.borrow(timeout=0.1)
-            if frame is not None:
-                fill(frame.xyz, 2.0)
-                frame.publish()
-            return False
 
-        assert spin_until(node, lambda: got or send_good() or not bridge.alive, 60)  # it downloads: it has listeners
+        assert spin_until(node, lambda: got or publish_filled(lidar, 2.0, "xyz") or not bridge.alive, 60)
         assert spin_until(node, lambda: forger.get_subscription_count() > 0, 60)
         live = lidar.borrow(timeout=1.0).publish()  # a live core for the forged ones to borrow
         forged_messages = []
@@ -83,7 +77,7 @@ def test_gpu_to_pointcloud2_survives_forged_clouds_and_still_converts(node, memo
             forger.publish(forged)
             spin_for(node, 0.05)
         got.clear()
-        assert spin_until(node, lambda: got or send_good() or not bridge.alive, 60)
+        assert spin_until(node, lambda: got or publish_filled(lidar, 2.0, "xyz") or not bridge.alive, 60)
         assert bridge.alive and all(np.frombuffer(bytes(c.data), np.float32)[0] == 2.0 for c in got)
         spin_for(node, 1.0)
         assert bridge.stop() == 0

@@ -65,6 +65,22 @@ class _MessageGuard:
         return True
 
 
+class _Counted:
+    """What both bridges report of the messages they could not pass on."""
+
+    _guard: _MessageGuard
+
+    @property
+    def dropped(self) -> int:
+        """Messages refused, failed or (uploads) without a free block: counted, logged (rate-limited), never raised."""
+        return self._guard.dropped
+
+    @property
+    def refused(self) -> int:
+        """Of :attr:`dropped`, the messages refused for what they claim."""
+        return self._guard.refused
+
+
 def _max_frame_bytes(node: Node) -> int:
     limit: object = node.declare_parameter("max_frame_bytes", DEFAULT_MAX_FRAME_BYTES).value
     if not isinstance(limit, int) or limit <= 0:
@@ -72,7 +88,7 @@ def _max_frame_bytes(node: Node) -> int:
     return limit
 
 
-class DownloadBridge(Node, Generic[V]):
+class DownloadBridge(_Counted, Node, Generic[V]):
     """Typed messages on ``in_topic`` to plain messages on ``out_topic``, one download each.
 
     Downloads only while the output has subscribers, at most ``max_rate`` Hz (a parameter; 0 means every
@@ -96,16 +112,6 @@ class DownloadBridge(Node, Generic[V]):
         self._out: Any = self.create_publisher(out_type, out_topic, 10)
         self.create_subscription(in_type, in_topic, self._on_message, 10)
         self.create_timer(float(self.declare_parameter("stats_period", 10.0).value), self._log_stats)
-
-    @property
-    def dropped(self) -> int:
-        """Messages refused or failed: counted, logged (rate-limited), never raised."""
-        return self._guard.dropped
-
-    @property
-    def refused(self) -> int:
-        """Of :attr:`dropped`, the messages refused for what they claim."""
-        return self._guard.refused
 
     def output_bytes(self, msg: Any) -> int:
         """Bytes of the plain message ``msg``'s download would make, by its own claims (before any read)."""
@@ -134,7 +140,7 @@ class DownloadBridge(Node, Generic[V]):
             self.converted += 1
 
 
-class UploadBridge(Node, Generic[P]):
+class UploadBridge(_Counted, Node, Generic[P]):
     """Plain messages on ``in_topic`` to typed messages, one upload each, through a publisher of this node.
 
     Subclasses say how a message's claims are checked against the bytes it carries (``check``, before
@@ -160,16 +166,6 @@ class UploadBridge(Node, Generic[P]):
         self._item = item
         self.create_subscription(in_type, in_topic, self._on_message, 10)
         self.create_timer(float(self.declare_parameter("stats_period", 10.0).value), self._log_stats)
-
-    @property
-    def dropped(self) -> int:
-        """Messages refused, failed or without a free block: counted, logged (rate-limited), never raised."""
-        return self._guard.dropped
-
-    @property
-    def refused(self) -> int:
-        """Of :attr:`dropped`, the messages refused for what they claim."""
-        return self._guard.refused
 
     def check(self, msg: Any) -> None:
         """Refuse (InvalidDescriptorError) a message whose claims disagree with the bytes it carries, or that
