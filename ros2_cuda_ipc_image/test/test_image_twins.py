@@ -5,6 +5,7 @@ Cross-process, cross-namespace and cross-user fallback is in test_fallback_netns
 
 import importlib.util
 import io
+import os
 
 import numpy as np
 import pytest
@@ -137,12 +138,15 @@ def test_fallback_rate_limits_the_twin(node):
 
 
 def unreachable_copy(msg):
-    """``msg`` as if it came from a publisher whose pool this process cannot reach (another pool id and socket)."""
+    """``msg`` as if it came from a publisher whose pool this process cannot reach: another pool id, its socket
+    named as a live process's pool socket is (so the reader tries it), and nothing listening there."""
     from ros2_cuda_ipc_msgs.msg import GpuImage
 
+    pool_id = bytes([7] * 16)
     other = GpuImage(header=msg.header, dtype=msg.dtype, shape=msg.shape, strides=msg.strides, encoding=msg.encoding)
-    other.core = type(msg.core)(socket_path="@ros2_cuda_ipc/nobody/listens", pool_id=[7] * 16, block_id=0,
-                                uid=msg.core.uid, publisher_pid=1, memory=msg.core.memory, byte_size=msg.core.byte_size)
+    other.core = type(msg.core)(socket_path=f"@ros2_cuda_ipc/{os.getpid()}/{pool_id.hex()}", pool_id=list(pool_id),
+                                block_id=0, uid=msg.core.uid, publisher_pid=os.getpid(), memory=msg.core.memory,
+                                byte_size=msg.core.byte_size)
     return other
 
 
