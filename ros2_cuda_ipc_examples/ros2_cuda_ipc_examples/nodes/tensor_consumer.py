@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ros2_cuda_ipc_core import InvalidDescriptorError
 from ros2_cuda_ipc_msgs.msg import BufferCore, GpuTensor
 from ros2_cuda_ipc_tensor import TensorReader
 
 from .arrays import ArrayBackend
 from .consumer import ImageConsumer
 from .pipeline_node import ParameterError
+from .preprocess import DTYPES
 
 __all__ = ["TensorConsumer"]
 
@@ -40,6 +42,7 @@ class TensorConsumer(ImageConsumer):
     def _on_tensor(self, msg: GpuTensor) -> None:
         def work(view: Any, arrays: ArrayBackend) -> None:
             name = view.dlpack_dtype.name
+            check_images(view.shape, name)  # any publisher may send any tensor on the topic
             tensor = arrays.tensor(view)
             if arrays.name != "torch" and view.layout.element is not None:
                 tensor = arrays.from_element(tensor, name)  # the backend has no such type: float32 values
@@ -48,3 +51,11 @@ class TensorConsumer(ImageConsumer):
             del tensor
 
         self.read_frame(self.tensors, msg, "cuda" if msg.core.memory == BufferCore.MEMORY_CUDA else "host", work)
+
+
+def check_images(shape: tuple[int, ...], dtype_name: str) -> None:
+    """InvalidDescriptorError (counted as a bad frame, not the node's end) unless ``shape`` is a batch of one or
+    more 3-channel images of one of Preprocess's types."""
+    if len(shape) != 4 or shape[0] < 1 or shape[1] != 3 or 0 in shape or dtype_name not in DTYPES:
+        raise InvalidDescriptorError(f"a GpuTensor {'x'.join(map(str, shape))} {dtype_name} is not an (N>=1, 3, H, W) "
+                                     f"batch of {', '.join(DTYPES)} images")
