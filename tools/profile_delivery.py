@@ -42,6 +42,7 @@ import argparse
 import collections
 import functools
 import json
+import math
 import os
 import socket
 import statistics
@@ -570,8 +571,8 @@ def main(argv: list[str] | None = None) -> int:
                              "one call per frame period in this process")
     parser.add_argument("--json", help="write every frame's stamps here")
     options = parser.parse_args(args)
-    if options.rate <= 0 or options.count < 1:
-        parser.error("--rate and --count must be positive")
+    if not 0 < options.rate < math.inf or options.count < 1:  # nan and inf too: the ticks would be nan or 0 s
+        parser.error("--rate must be a positive finite number and --count positive")
     if options.executor == "events" and any(row.startswith("socket") for row in options.rows):
         parser.error("the EventsExecutor takes no guard conditions (\"Guard conditions not supported\"): "
                      "give it dds rows only")

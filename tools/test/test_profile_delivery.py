@@ -51,7 +51,8 @@ def test_every_row_gets_every_frame_with_its_boundaries_in_order(tmp_path):
 
 
 def test_unknown_arguments_and_events_with_socket_rows_are_refused():
-    for args in (["--bogus"], ["--executor", "events", "--rows", "socket-struct"], ["--count", "0"]):
+    for args in (["--bogus"], ["--executor", "events", "--rows", "socket-struct"], ["--count", "0"],
+                 ["--rate", "nan"], ["--rate", "inf"]):
         result = subprocess.run([sys.executable, TOOL, *args], capture_output=True, text=True, timeout=60)
         assert result.returncode == 2, args
 
