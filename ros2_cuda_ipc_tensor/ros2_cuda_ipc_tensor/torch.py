@@ -19,6 +19,7 @@ Code written for ``torch_conversions`` ports by changing its import and saying w
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -59,9 +60,12 @@ def from_input_tensor_msg(msg: GpuTensor, clone: bool = True, stream: Any = None
     """The received tensor: zero-copy and read-only (``clone=False``), or an independent copy (``clone=True``)."""
     reader = reader or _reader()
     consumer = _stream(stream, msg)
-    with reader.read(msg, consumer) as view:  # the tensor holds its own share of the lease
-        tensor = from_dlpack(view)
-    return tensor.clone() if clone else tensor
+    # torch's current stream is the read's while torch takes the view and copies it: the lease goes back once the
+    # work queued on the read's stream is done, so the clone must be queued there.
+    on_consumer = contextlib.nullcontext() if consumer is None else torch.cuda.stream(consumer)
+    with on_consumer, reader.read(msg, None if consumer is None else consumer.cuda_stream) as view:
+        tensor = from_dlpack(view)  # the tensor holds its own share of the lease
+        return tensor.clone() if clone else tensor
 
 
 def to_tensor_msg(tensor: torch.Tensor, *, publisher: TensorPublisher, stream: Any = None,
@@ -75,12 +79,14 @@ def to_tensor_msg(tensor: torch.Tensor, *, publisher: TensorPublisher, stream: A
     return msg
 
 
-def _stream(stream: Any, msg: GpuTensor) -> int | None:
-    if stream is not None:
-        return int(stream.cuda_stream) if hasattr(stream, "cuda_stream") else int(stream)
-    if msg.core.memory == msg.core.MEMORY_CUDA and torch.cuda.is_available():
-        return int(torch.cuda.current_stream(int(msg.core.device_id)).cuda_stream)
-    return None
+def _stream(stream: Any, msg: GpuTensor) -> torch.cuda.Stream | None:
+    """The torch stream a CUDA read is ordered on: ``stream`` (a torch stream or a raw handle), else the current one."""
+    if msg.core.memory != msg.core.MEMORY_CUDA or not torch.cuda.is_available():
+        return None
+    if stream is None:
+        device = int(msg.core.device_id)  # a sender's field: a device torch lacks is the reader's to refuse
+        return torch.cuda.current_stream(device) if device < torch.cuda.device_count() else None
+    return stream if isinstance(stream, torch.cuda.Stream) else torch.cuda.ExternalStream(int(stream))
 
 
 def _reader() -> TensorReader:

@@ -42,3 +42,26 @@ def test_clone_false_shares_memory_and_clone_true_does_not(node, dtype_name):
             assert torch.equal(tensor.contiguous().view(torch.uint8), expected)
         del shared
         torch.cuda.synchronize()
+
+
+def test_clone_on_a_given_stream_is_queued_there_not_on_torchs_current_stream(node):
+    """The lease goes back once the read's stream is done: a clone queued on another stream would still be
+    copying a block the publisher may already be rewriting."""
+    torch = pytest.importorskip("torch")
+    from ros2_cuda_ipc_tensor.torch import from_input_tensor_msg, to_tensor_msg
+
+    source = torch.randn(4, 1024, 1024, device="cuda") + 10  # never zeros: memory the copy did not write differs
+    reader = TensorReader()
+    with TensorPublisher(node, "cuda_tensor_clone_stream", shape=source.shape, dtype=torch.float32,
+                         memory="cuda") as pub:
+        msg = to_tensor_msg(source, publisher=pub)
+        torch.cuda.synchronize()
+        side = torch.cuda.Stream()
+        torch.cuda._sleep(2_000_000_000)  # torch's current stream busy for about a second
+        copied = from_input_tensor_msg(msg, clone=True, stream=side, reader=reader)
+        side.synchronize()
+        assert not torch.cuda.current_stream().query(), "the current stream should still be asleep"
+        with torch.cuda.stream(side):
+            seen = copied.cpu()  # ordered on side only: the copy is there once side is done
+        assert torch.equal(seen, source.cpu())
+        torch.cuda.synchronize()
