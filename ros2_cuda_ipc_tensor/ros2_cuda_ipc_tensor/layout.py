@@ -47,6 +47,9 @@ class TensorLayout(StridedLayout):
         element = DLPackDType.from_fields(msg.dtype_code, msg.dtype_bits, msg.dtype_lanes, "GpuTensor")
         if len(msg.shape) > MAX_RANK:  # before converting anything a sender made long
             raise InvalidDescriptorError(f"GpuTensor shape has {len(msg.shape)} dimensions; at most {MAX_RANK}")
+        for name in ("strides", "dim_names"):
+            if len(getattr(msg, name)) > MAX_RANK:
+                raise InvalidDescriptorError(f"GpuTensor {name} has {len(getattr(msg, name))} entries; at most {MAX_RANK}")
         strides = _integers(msg.strides, "strides")
         layout = cls._build(_integers(msg.shape, "shape"), strides or None, element, int(msg.byte_offset),
                             tuple(msg.dim_names))

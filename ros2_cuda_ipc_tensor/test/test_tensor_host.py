@@ -111,6 +111,8 @@ def _invalid(msg, field, value):
     ("byte_offset", 2**63, "core.byte_size"),
     ("byte_size", 100, "core.byte_size 100"),
     ("dim_names", ["N", "C"], "dim_names has 2 names"),
+    ("strides", [1] * 1_000_000, "strides has 1000000 entries; at most 16"),  # refused before a million conversions
+    ("dim_names", ["N"] * 100_000, "dim_names has 100000 entries; at most 16"),
 ])
 def test_invalid_metadata_is_refused_before_any_lease(publisher, reader, field, value, needle):
     msg, _ = published(publisher)
