@@ -200,6 +200,37 @@ def test_a_frame_it_cannot_draw_is_refused_and_the_other_topics_go_on():
             peer.wait(timeout=30)
 
 
+@needs_egl
+def test_a_cuda_frame_of_a_device_this_machine_lacks_is_refused_not_fatal():
+    """A sender's ``device_id`` chooses the CUDA stream: one this machine has no such device for (every device
+    where there is no GPU) is the message's fault, refused like any invalid frame."""
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from ros2_cuda_ipc_core import cuda_device_count
+    from ros2_cuda_ipc_image import ImagePublisher
+    from ros2_cuda_ipc_msgs.msg import BufferCore
+    from ros2_cuda_ipc_tools.viewer import Viewer
+
+    rclpy.init()
+    try:
+        viewer = Viewer(parameter_overrides=[Parameter("images", value="viewer_test_no_such_device"),
+                                             Parameter("headless", value=True)])
+        try:
+            with ImagePublisher(viewer, "viewer_test_no_such_device", width=32, height=24, encoding="rgba8",
+                                memory="host") as pub:
+                msg = pub.publish_array(np.zeros((24, 32, 4), np.uint8))
+            msg.core.memory, msg.core.device_id = BufferCore.MEMORY_CUDA, cuda_device_count()
+            viewer._receiver(viewer.streams[0], viewer._image_reader)(msg)  # the subscription's callback
+            stream = viewer.streams[0]
+            assert (stream.refused, stream.received) == (1, 0)
+            assert f"CUDA device {cuda_device_count()}" in stream.last_problem
+        finally:
+            viewer.destroy_node()
+    finally:
+        rclpy.shutdown()
+
+
 def test_the_command_line_refuses_what_it_cannot_do():
     assert subprocess.run([*VIEWER, "--bogus"], capture_output=True).returncode == 2
     bad = subprocess.run([*VIEWER, "--headless", "--size", "8x8"], capture_output=True, text=True, timeout=60)

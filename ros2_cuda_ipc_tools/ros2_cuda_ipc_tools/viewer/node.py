@@ -24,7 +24,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
-from ros2_cuda_ipc_core import Reader, Ros2CudaIpcError
+from ros2_cuda_ipc_core import CudaUnavailableError, Reader, Ros2CudaIpcError, cuda_device_count
 from ros2_cuda_ipc_image import ImageReader
 from ros2_cuda_ipc_msgs.msg import BufferCore, GpuImage, GpuPointCloud2
 from ros2_cuda_ipc_pointcloud import PointCloudReader
@@ -114,6 +114,9 @@ class Viewer(Node):
 
     def _cuda_stream(self, device: int) -> Any:
         if device not in self._cuda_streams:
+            if device >= cuda_device_count():  # a sender's field: not a stream to make (no driver, no such GPU)
+                raise CudaUnavailableError(f"the frame is on CUDA device {device}; this machine has "
+                                           f"{cuda_device_count()}")
             from cuda.core import Device
 
             cuda_device = Device(device)
