@@ -12,6 +12,7 @@ p99 of each for both.  Not a test.
 from __future__ import annotations
 
 import argparse
+import math
 import multiprocessing
 import statistics
 import time
@@ -119,8 +120,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rate", type=float, default=30.0, metavar="HZ", help="frames a second of each (default 30)")
     parser.add_argument("--count", type=int, default=300, help="frames of each kind measured (default 300)")
     args = parser.parse_args(argv)
-    if args.rate <= 0 or args.count < 5:
-        parser.error("--rate must be > 0 and --count at least 5")
+    if not 0 < args.rate < math.inf or args.count < 5:  # nan too: its ticks never sleep
+        parser.error("--rate must be a positive finite number and --count at least 5")
     if args.memory == "cuda" and cuda_device_count() == 0:
         parser.error("--memory cuda: no usable CUDA device here")
     print(f"{args.memory} memory, {args.count} tensors (1x3x1080x1920 float16) and images (1920x1080 rgba16) at "
