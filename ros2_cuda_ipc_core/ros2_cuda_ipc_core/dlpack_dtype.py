@@ -85,6 +85,8 @@ class DLPackDType:
         if isinstance(dtype, DLPackDType):
             return dtype
         if isinstance(dtype, tuple):
+            if len(dtype) not in (2, 3):  # the dataclass's own TypeError would not name what was given
+                raise ValueError(f"{dtype!r} is not a DLPack (code, bits, lanes) triple")
             return cls(*(int(n) for n in dtype))
         name = str(dtype).removeprefix("torch.")  # torch dtypes by name: no torch import
         if name in _BY_NAME:

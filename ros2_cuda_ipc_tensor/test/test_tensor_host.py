@@ -53,6 +53,8 @@ def test_a_frame_publishes_a_smaller_batch_in_place(publisher, reader):
 
 @pytest.mark.parametrize("kwargs,needle", [
     ({"shape": (2, 3), "dtype": "float12"}, "float12"),
+    ({"shape": (2, 3), "dtype": (2, 32, 1, 9)}, r"\(2, 32, 1, 9\) is not a DLPack \(code, bits, lanes\)"),
+    ({"shape": (2, 3), "dtype": (2,)}, r"\(2,\) is not a DLPack \(code, bits, lanes\)"),
     ({"shape": (2, 3), "dtype": np.float32, "strides": (3,)}, "strides has 1 entries"),
     ({"shape": (2, 3), "dtype": np.float32, "strides": (1, 1)}, "overlap"),
     ({"shape": (2, -3), "dtype": np.float32}, r"shape\[1\] is -3"),
