@@ -102,7 +102,7 @@ class ArrayBackend:
 
     def tensor(self, tensor: Any) -> Any:
         """The zero-copy array of a tensor frame or view; for a type this library lacks (numpy's and cupy's
-        bfloat16), the unsigned integers holding its bits (see :meth:`from_bits` and :meth:`to_bits`)."""
+        bfloat16), the unsigned integers holding its bits (see :meth:`from_element` and :meth:`to_element`)."""
         if self.name == "torch" or tensor.layout.element is None:
             return self.wrap(tensor)
         return tensor.array if self.name == "numpy" else self.xp.from_dlpack(tensor.array)
