@@ -97,7 +97,7 @@ def publish_multiarray_msg(publisher: TensorPublisher, msg: Any, header: Any = N
                                      f"values; data holds {len(msg.data)}")
     values = np.asarray(msg.data, dtype=dtype)[offset:offset + count].reshape(shape)
     if publisher.layout.dtype == np.bool_ and dtype == np.uint8:
-        values = values.view(np.bool_)
+        values = values != 0  # not a view of the bytes: a bool is 0 or 1, a sender's byte may be any value
     return publisher.publish_array(values, header=header)
 
 

@@ -169,3 +169,16 @@ def test_multiarray_in_is_checked(publisher):
     msg.layout.dim[1].stride = 65
     with pytest.raises(InvalidDescriptorError, match=r"dim\[1\].stride is 65"):
         publish_multiarray_msg(publisher, msg)
+
+
+def test_multiarray_uint8_into_a_bool_tensor_is_0_or_1(node, reader):
+    """A UInt8MultiArray's bytes may be anything: a bool tensor's must be 0 or 1 (torch reads other bytes oddly)."""
+    from std_msgs.msg import MultiArrayDimension, UInt8MultiArray
+
+    msg = UInt8MultiArray()
+    msg.layout.dim = [MultiArrayDimension(label="mask", size=4, stride=4)]
+    msg.data = [0, 1, 2, 255]
+    with TensorPublisher(node, "tensor_mask", shape=(4,), dtype=np.bool_, memory="host") as pub:
+        sent = publish_multiarray_msg(pub, msg)
+        with reader.read(sent) as view:
+            assert view.array.view(np.uint8).tolist() == [0, 1, 1, 1]
