@@ -55,6 +55,8 @@ def test_clone_on_a_given_stream_is_queued_there_not_on_torchs_current_stream(no
     with TensorPublisher(node, "cuda_tensor_clone_stream", shape=source.shape, dtype=torch.float32,
                          memory="cuda") as pub:
         msg = to_tensor_msg(source, publisher=pub)
+        with reader.read(msg):  # the pool imported and its event opened before the timed part
+            pass
         torch.cuda.synchronize()
         side = torch.cuda.Stream()
         torch.cuda._sleep(2_000_000_000)  # torch's current stream busy for about a second
