@@ -103,6 +103,17 @@ def test_command_line_lists_components():
     assert out.returncode == 0 and CAMERA in out.stdout.split()
 
 
+RUN_COMPONENT = [sys.executable, "-m", "ros2_cuda_ipc_tools.components.run_component"]
+
+
+def test_run_component_answers_help_and_refuses_what_it_cannot_run():
+    helped = subprocess.run([*RUN_COMPONENT, "--help"], capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0 and "package::Class" in helped.stdout and CAMERA in helped.stdout.split()
+    for args, says in (([], "usage:"), (["--bogus"], "usage:"), (["nope::Nope"], "no component named 'nope::Nope'")):
+        out = subprocess.run([*RUN_COMPONENT, *args], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and says in out.stderr and "Traceback" not in out.stderr, (args, out.stderr)
+
+
 def test_pipeline_file(tmp_path):
     path = tmp_path / "pipeline.yaml"
     path.write_text("executor: multi\ncomponents:\n"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ros2_cuda_ipc_core import run_nodes
@@ -47,16 +48,22 @@ def run_component(node_class: Callable[[], Any], argv: list[str] | None = None) 
 
 def main() -> None:
     from .parent_watch import follow_runner
-    from .registry import UnknownComponentError, component_class
+    from .registry import UnknownComponentError, available_components, component_class
 
     follow_runner()
 
+    usage = f"usage: {Path(sys.argv[0]).name} package::Class [--ros-args ...]"
+    if sys.argv[1:2] in (["-h"], ["--help"]):  # the tools' rule: --help is exit code 0, a bad argument 2
+        print(f"{usage}\n\n{__doc__}\nregistered components:\n  " + "\n  ".join(available_components()))
+        raise SystemExit(0)
     if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
-        raise SystemExit(f"usage: {sys.argv[0]} package::Class [--ros-args ...]")
+        print(usage, file=sys.stderr)
+        raise SystemExit(2)
     try:
         node_class = component_class(sys.argv[1])
     except UnknownComponentError as exc:
-        raise SystemExit(str(exc)) from None
+        print(exc, file=sys.stderr)
+        raise SystemExit(2) from None
     raise SystemExit(run_component(node_class, sys.argv[2:]))
 
 
