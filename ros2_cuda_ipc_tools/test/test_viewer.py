@@ -231,6 +231,31 @@ def test_a_cuda_frame_of_a_device_this_machine_lacks_is_refused_not_fatal():
         rclpy.shutdown()
 
 
+@needs_egl
+def test_auto_range_given_up_on_one_topic_stays_on_the_others():
+    """``auto`` falls back to the type's range where no GPU library can read a CUDA frame: on that topic only, not
+    on a host topic beside it, whose min / max numpy finds."""
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from ros2_cuda_ipc_tools.viewer import Viewer
+
+    rclpy.init()
+    try:
+        viewer = Viewer(parameter_overrides=[Parameter("images", value="viewer_test_gpu,viewer_test_host"),
+                                             Parameter("value_range", value="auto"),
+                                             Parameter("headless", value=True)])
+        try:
+            gpu, host = (stream.value_range for stream in viewer.streams)
+            gpu.fallback_reason, gpu.spec = "no min/max on the GPU", ""  # what _min_max does when it gives up
+            frame = np.array([[10, 20], [30, 40]], dtype=np.uint16)
+            assert host.of(frame, "host", frame.dtype) == (10.0, 40.0)
+        finally:
+            viewer.destroy_node()
+    finally:
+        rclpy.shutdown()
+
+
 def test_the_command_line_refuses_what_it_cannot_do():
     assert subprocess.run([*VIEWER, "--bogus"], capture_output=True).returncode == 2
     bad = subprocess.run([*VIEWER, "--headless", "--size", "8x8"], capture_output=True, text=True, timeout=60)

@@ -87,7 +87,9 @@ class Viewer(Node):
         self.reader = Reader()
         self._image_reader, self._cloud_reader = ImageReader(self.reader), PointCloudReader(self.reader)
         ctx = self.surface.ctx
-        self.streams: list[TopicStream] = [ImageStream(t, ImageLayer(ctx), image_range) for t in images]
+        # A range of each topic's own: 'auto' given up on a CUDA topic (no torch, no cupy) stays on a host topic.
+        self.streams: list[TopicStream] = [ImageStream(t, ImageLayer(ctx), ValueRange(image_range.spec))
+                                           for t in images]
         self.cameras = [OrbitCamera(distance=distance) for _ in clouds]
         self.streams += [CloudStream(t, CloudLayer(ctx, camera, point_size), ValueRange(color_range), color_field)
                          for t, camera in zip(clouds, self.cameras, strict=True)]
