@@ -7,6 +7,8 @@ line as its own process beside a publisher process (viewer_peer.py).
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import os
 import signal
 import subprocess
@@ -294,6 +296,32 @@ def test_value_ranges():
     for bad in ("1", "a:b", "2:1", "0:inf"):
         with pytest.raises(ValueError):
             ValueRange(bad)
+
+
+def test_auto_range_on_the_gpu_looks_for_a_missing_torch_once(monkeypatch):
+    """A CUDA frame's min / max through cupy where torch is not installed: torch is looked for on the first frame
+    only, not on every frame (a failed import searches sys.path each time). cupy is a stand-in made of numpy here:
+    what is tested is where the range looks, not a GPU."""
+    import types
+
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("torch is installed: the range never looks past it")
+    lookups = []
+
+    class CountTorchLookups(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "torch":
+                lookups.append(name)
+            return None
+
+    stand_in = types.SimpleNamespace(asarray=np.asarray, nanmin=np.nanmin, nanmax=np.nanmax)
+    monkeypatch.setitem(sys.modules, "cupy", stand_in)
+    monkeypatch.setattr(sys, "meta_path", [CountTorchLookups(), *sys.meta_path])
+    value_range = ValueRange("auto")
+    for frame in range(3):
+        values = np.array([frame, frame + 5], dtype=np.float32)
+        assert value_range.of(values, "cuda", values.dtype) == (frame, frame + 5)
+    assert lookups == ["torch"]
 
 
 def test_texture_formats():

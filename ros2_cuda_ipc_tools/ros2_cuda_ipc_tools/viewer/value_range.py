@@ -32,6 +32,7 @@ class ValueRange:
     def __post_init__(self) -> None:
         self.fixed: tuple[float, float] | None = None
         self.fallback_reason: str | None = None
+        self._absent: dict[str, str] = {}  # GPU libraries that failed to import: not looked for again each frame
         if self.spec in ("", "auto"):
             return
         try:
@@ -60,25 +61,35 @@ class ValueRange:
             values = np.asarray(array)
             finite = values[np.isfinite(values)] if values.dtype.kind == "f" else values
             return (float(finite.min()), float(finite.max())) if finite.size else None
-        problems = []
-        try:
-            import torch
-
-            tensor = torch.from_dlpack(array).float()  # BufferError for a field DLPack cannot stride (packed points)
-            finite = tensor[torch.isfinite(tensor)]
-            if finite.numel() == 0:
-                return None
-            lo, hi = torch.aminmax(finite)
-            return float(lo), float(hi)
-        except (ImportError, BufferError) as exc:
-            problems.append(f"torch: {exc}")
-        try:
-            import cupy
-
-            values = cupy.asarray(array)  # the CUDA array interface: byte strides
-            return float(cupy.nanmin(values)), float(cupy.nanmax(values))
-        except (ImportError, ValueError, TypeError) as exc:
-            problems.append(f"cupy: {exc}")
+        problems = [f"{name}: {why}" for name, why in self._absent.items()]
+        if "torch" not in self._absent:
+            try:
+                import torch
+            except ImportError as exc:
+                self._absent["torch"] = str(exc)
+                problems.append(f"torch: {exc}")
+            else:
+                try:
+                    tensor = torch.from_dlpack(array).float()  # BufferError for a field DLPack cannot stride (packed points)
+                    finite = tensor[torch.isfinite(tensor)]
+                    if finite.numel() == 0:
+                        return None
+                    lo, hi = torch.aminmax(finite)
+                    return float(lo), float(hi)
+                except BufferError as exc:
+                    problems.append(f"torch: {exc}")
+        if "cupy" not in self._absent:
+            try:
+                import cupy
+            except ImportError as exc:
+                self._absent["cupy"] = str(exc)
+                problems.append(f"cupy: {exc}")
+            else:
+                try:
+                    values = cupy.asarray(array)  # the CUDA array interface: byte strides
+                    return float(cupy.nanmin(values)), float(cupy.nanmax(values))
+                except (ValueError, TypeError) as exc:
+                    problems.append(f"cupy: {exc}")
         self.fallback_reason = f"no min/max on the GPU ({'; '.join(problems)}): the type's full range instead"
         self.spec = ""
         return None
