@@ -1,9 +1,11 @@
 """``PipelineNode``: an example node that counts its frames and reports them once a period.
 
 Every example node publishes a JSON report on ``pipeline_stats`` (``std_msgs/String``): totals
-since it started (frames in and out, checks, stale drops, lost frames) and the latency from the
-camera's stamp over the last period and over the whole run. The pipeline runner's live table
-and summary are made from these reports, the same way whether the nodes share a process or not.
+since it started (frames in and out, checks, stale drops, lost frames), the latency from the
+camera's stamp over the last period, over the first ``warmup_frames`` (default 30) and over the
+steady state after them, its process's CPU per frame and share of a core, and the collector's
+pauses. The pipeline runner's live table and summary are made from these reports, the same way
+whether the nodes share a process or not (composed, they share one process's CPU counters).
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from std_msgs.msg import String
@@ -22,11 +23,11 @@ from std_msgs.msg import String
 from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, Ros2CudaIpcError, StaleDescriptorError, check_reuse_delay
 
 from .arrays import ArrayBackend, MemoryChoiceError, backend_for, choose_memory
+from .frame_stats import LatencySamples, ProcessCpu, gc_pauses
 
 __all__ = ["STATS_TOPIC", "ParameterError", "PipelineNode"]
 
 STATS_TOPIC = "pipeline_stats"
-_MAX_LATENCIES = 100_000
 _Value = TypeVar("_Value", int, float, str, bool)
 _KINDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
 
@@ -41,8 +42,12 @@ class PipelineNode(Node):
     def __init__(self, default_name: str, **kwargs: Any) -> None:
         super().__init__(default_name, **kwargs)
         self.counts = {"in": 0, "out": 0, "checked": 0, "bad": 0, "stale": 0, "lost": 0}
-        self._latencies: list[float] = []
-        self._window: list[float] = []
+        warmup_frames = self.parameter("warmup_frames", 30)
+        if warmup_frames < 0:
+            raise ParameterError(f"warmup_frames must not be negative, not {warmup_frames}")
+        self._latencies = LatencySamples(warmup_frames)
+        self._cpu = ProcessCpu()
+        self._gc = gc_pauses()
         self._last_seq: int | None = None
         self._backends: dict[str, ArrayBackend] = {}
         self._subscriptions_read: list[Any] = []
@@ -171,17 +176,29 @@ class PipelineNode(Node):
         """Milliseconds from the camera's ``stamp`` to now, recorded for the report."""
         now = self.get_clock().now().nanoseconds
         latency = (now - (stamp.sec * 1_000_000_000 + stamp.nanosec)) / 1e6
-        if len(self._latencies) < _MAX_LATENCIES:
-            self._latencies.append(latency)
-        self._window.append(latency)
+        self._latencies.add(latency)
+        if self._latencies.warmed_up:
+            self.warmup_over()
         return latency
+
+    @property
+    def warmup_frames(self) -> int:
+        """Frames counted as warm-up, apart from the steady state (parameter ``warmup_frames``)."""
+        return self._latencies.warmup_frames
+
+    def warmup_over(self) -> None:
+        """The steady state starts now: its CPU per frame is counted from here (the first call counts)."""
+        self._cpu.steady_from_now(self.frames_done())
+
+    def frames_done(self) -> int:
+        """The frames this node's CPU is shared over: those it took in (a source: those it sent)."""
+        return self.counts["in"]
 
     def extra_stats(self) -> dict[str, Any]:
         """What a node adds to its report (reader or pool counters)."""
         return {}
 
     def report(self) -> None:
-        window, self._window = self._window, []
         read = self.subscription_stats()
         counts = dict(self.counts)
         if read:  # frames a subscription dropped stale came in too, as they did through read_frame
@@ -189,13 +206,6 @@ class PipelineNode(Node):
             counts["in"] += stale
             counts["stale"] += stale
         stats = {"node": self.get_fully_qualified_name(), "kind": type(self).__name__, "pid": os.getpid(),
-                 "time": time.time(), **counts, **read, "latency_ms": _percentiles(window),
-                 "latency_ms_total": _percentiles(self._latencies), **self.extra_stats()}
+                 "time": time.time(), **counts, **read, **self._latencies.report(),
+                 "cpu": self._cpu.report(self.frames_done()), "gc_pauses": self._gc.report(), **self.extra_stats()}
         self._reports.publish(String(data=json.dumps(stats)))
-
-
-def _percentiles(samples: list[float]) -> dict[str, float | None]:
-    if not samples:
-        return {"p50": None, "p99": None, "n": 0}
-    p50, p99 = np.percentile(samples, [50, 99])
-    return {"p50": round(float(p50), 3), "p99": round(float(p99), 3), "n": len(samples)}

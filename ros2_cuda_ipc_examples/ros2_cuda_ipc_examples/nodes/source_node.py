@@ -83,7 +83,12 @@ class SourceNode(PipelineNode):
         if self.emit():
             self.seq += 1
             self.counts["out"] += 1
+            if self.counts["out"] >= self.warmup_frames:
+                self.warmup_over()
             self._elapsed = round(time.monotonic() - self._started, 3)  # first frame to the last one sent
+
+    def frames_done(self) -> int:
+        return self.counts["out"]
 
     def header(self) -> Header:
         """A header stamped now: the time every consumer's latency is measured from."""

@@ -44,18 +44,26 @@ def _hop(options: PipelineOptions, transport: str, seconds: float) -> dict[str, 
     summary = run_pipeline(hop(hop_options, transport), hop_options, stream=None)
     encoder = summary["nodes"]["encoder"] or {}
     return {"frames_published": summary["frames_published"], "frames_checked": encoder.get("checked", 0),
-            "latency_ms": encoder.get("latency_ms_total"), "ok": summary["ok"]}
+            "latency_ms": encoder.get("latency_ms_total"), "latency_ms_steady": encoder.get("latency_ms_steady"),
+            "cpu": {name: summary["cpu"].get(name) for name in ("camera", "encoder")}, "ok": summary["ok"]}
 
 
 def _hop_line(label: str, hop_result: dict[str, Any], baseline: dict[str, Any] | None) -> str:
     latency = hop_result["latency_ms"] or {"p50": None, "p99": None}
     if latency["p50"] is None:
         return f"  {label:<30} {hop_result['frames_published']:>5}        0   (no frame arrived)"
+    steady = hop_result.get("latency_ms_steady") or {"p50": None, "p99": None}
+    cpu = [(hop_result.get("cpu", {}).get(name) or {}).get("cpu_ms_per_frame_steady") for name in ("camera", "encoder")]
     line = (f"  {label:<30} {hop_result['frames_published']:>5} {hop_result['frames_checked']:>8} "
-            f"{latency['p50']:>8.1f} {latency['p99']:>8.1f}")
+            f"{latency['p50']:>8.1f} {latency['p99']:>8.1f} {_cell(steady['p50'])} {_cell(steady['p99'])} "
+            f"{_cell(cpu[0])} {_cell(cpu[1])}")
     if baseline and baseline["latency_ms"] and baseline["latency_ms"]["p50"]:
         line += f"   {latency['p50'] / baseline['latency_ms']['p50']:.1f}x the p50 of ros2_cuda_ipc"
     return line
+
+
+def _cell(value: float | None) -> str:
+    return f"{value:>8.1f}" if value is not None else f"{'-':>8}"
 
 
 def run_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -82,7 +90,8 @@ def run_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if "hop" in summary:
         frame_mib = options.width * options.height * 3 / (1 << 20)
         _say(f"the same hop, camera -> encoder, {options.width}x{options.height} rgb8 ({frame_mib:.1f} MiB a frame):")
-        print(f"  {'transport':<30} {'sent':>5} {'checked':>8} {'p50 ms':>8} {'p99 ms':>8}")
+        print(f"  {'transport':<30} {'sent':>5} {'checked':>8} {'p50 ms':>8} {'p99 ms':>8} {'p50 st':>8} {'p99 st':>8} "
+              f"{'cam cpu':>8} {'enc cpu':>8}   (st: steady state, after warm-up; cpu: ms a frame, steady)")
         ipc, ros = summary["hop"]["ros2_cuda_ipc"], summary["hop"]["sensor_msgs"]
         print(_hop_line(f"ros2_cuda_ipc ({options.memory} memory)", ipc, None))
         print(_hop_line("sensor_msgs/Image (copies)", ros, ipc))

@@ -1,9 +1,12 @@
 """``StatsTable``: the pipeline's live table, made from the nodes' ``pipeline_stats`` reports.
 
 Per node: frames in and out per second (between its last two reports), latency from the
-camera's stamp p50 / p99 over its last period, frames checked and bad, stale drops, frames
-lost on the way, leases held now, reads served from a pool of the same process, and what the node
-sends when it says (``GpuTensor 1x3x224x224 float16``, say).
+camera's stamp p50 / p99 over its last period and the steady state's p99 (after the node's
+warm-up frames), its process's CPU per frame (ms) and share of one core over the last period,
+frames checked and bad, stale drops, frames lost on the way, leases held now, reads served from
+a pool of the same process, how often the runner restarted it, and what the node sends when it
+says (``GpuTensor 1x3x224x224 float16``, say). A restarted node's counters
+start again at zero: the table adds its earlier lives' totals, so checked and bad count the run.
 """
 
 from __future__ import annotations
@@ -13,8 +16,11 @@ from typing import Any
 
 __all__ = ["StatsTable"]
 
-_COLUMNS = (("node", 12), ("in/s", 7), ("out/s", 7), ("p50 ms", 8), ("p99 ms", 8), ("checked", 8), ("bad", 5),
-            ("stale", 6), ("lost", 5), ("leases", 7), ("same-proc", 10), ("  sends", 32))
+_COLUMNS = (("node", 12), ("in/s", 7), ("out/s", 7), ("p50 ms", 8), ("p99 ms", 8), ("p99 st", 8), ("cpu ms/f", 9),
+            ("cpu %", 7), ("checked", 8), ("bad", 5), ("stale", 6), ("lost", 5), ("leases", 7), ("same-proc", 10),
+            ("restarts", 9), ("  sends", 32))
+#: The counters a node's report holds since its process started: summed over a restarted node's lives.
+COUNTERS = ("in", "out", "checked", "bad", "stale", "lost")
 
 
 class StatsTable:
@@ -23,15 +29,28 @@ class StatsTable:
     def __init__(self, order: list[str]) -> None:
         self.order = order
         self.latest: dict[str, dict[str, Any]] = {}
+        self.restarts: dict[str, int] = {}
         self._previous: dict[str, dict[str, Any]] = {}
+        self._earlier_lives: dict[str, dict[str, int]] = {}
 
     def add(self, data: str) -> None:
         """One ``pipeline_stats`` message's JSON."""
         report = json.loads(data)
         name = report["node"].rsplit("/", 1)[-1]
-        if name in self.latest:
-            self._previous[name] = self.latest[name]
+        last = self.latest.get(name)
+        if last is not None and last["pid"] != report["pid"]:  # a new life of a restarted node
+            self._earlier_lives[name] = {key: last[key] for key in COUNTERS}
+        earlier = self._earlier_lives.get(name)
+        if earlier is not None:
+            report.update({key: report[key] + earlier[key] for key in COUNTERS})
+        report["restarts"] = self.restarts.get(name, 0)
+        if last is not None:
+            self._previous[name] = last
         self.latest[name] = report
+
+    def restarted(self, name: str) -> None:
+        """The runner started ``name`` again."""
+        self.restarts[name] = self.restarts.get(name, 0) + 1
 
     def rate(self, name: str, key: str) -> float | None:
         now, before = self.latest.get(name), self._previous.get(name)
@@ -47,14 +66,23 @@ class StatsTable:
                 rows.append([name, "(not reporting yet)"])
                 continue
             is_source = bool(report.get("source"))
-            latency = report["latency_ms"]
+            latency, cpu = report["latency_ms"], report.get("cpu") or {}
             rows.append([name, _number(None if is_source else self.rate(name, "in")), _number(self.rate(name, "out")),
                          _number(latency["p50"]), _number(latency["p99"]),
+                         _number((report.get("latency_ms_steady") or {}).get("p99")),
+                         _number(cpu.get("cpu_ms_per_frame")), _number(cpu.get("cpu_percent")),
                          *("-" if is_source else str(report[key]) for key in ("checked", "bad", "stale", "lost")),
                          str(report.get("leases_held", "-")),
                          "-" if is_source else str(report.get("same_process_reads", "-")),
-                         "  " + str(report.get("output", "-"))])
+                         str(self.restarts.get(name, 0)), "  " + str(report.get("output", "-"))])
         return rows
+
+    def shared_processes(self) -> list[list[str]]:
+        """Groups of nodes that report from one process (composed): their CPU columns are that process's."""
+        by_pid: dict[int, list[str]] = {}
+        for name, report in self.latest.items():
+            by_pid.setdefault(report["pid"], []).append(name)
+        return [sorted(names) for names in by_pid.values() if len(names) > 1]
 
     def render(self) -> str:
         header = "".join(title.ljust(width) if i in (0, len(_COLUMNS) - 1) else title.rjust(width)
@@ -66,6 +94,8 @@ class StatsTable:
             else:
                 lines.append("".join(cell.ljust(width) if i in (0, len(row) - 1) else cell.rjust(width)
                                      for i, (cell, (_, width)) in enumerate(zip(row, _COLUMNS, strict=True))).rstrip())
+        for names in self.shared_processes():
+            lines.append(f"(cpu of {', '.join(names)}: their one process's)")
         return "\n".join(lines)
 
 

@@ -386,6 +386,11 @@ def _summary(pipeline: Pipeline, options: PipelineOptions, table: StatsTable, co
         "fps": {name: round(r["checked"] / elapsed, 2) if elapsed else None
                 for name, r in {pipeline.source: {"checked": source.get("out", 0)}, **consumers}.items()},
         "latency_ms": {name: r["latency_ms_total"] for name, r in consumers.items()},
+        "latency_ms_steady": {name: r.get("latency_ms_steady") for name, r in consumers.items()},
+        "latency_ms_warmup": {name: r.get("latency_ms_warmup") for name, r in consumers.items()},
+        "cpu": {name: r.get("cpu") for name, r in nodes.items() if r},
+        "cpu_shared_by": table.shared_processes(),
+        "restarts": dict(table.restarts),
         "same_process_reads": {name: r.get("same_process_reads") for name, r in consumers.items()},
         "exit_codes": codes,
         "preview_png": str(preview) if preview.exists() else None,
@@ -411,7 +416,23 @@ def print_outcome(summary: dict[str, Any], stream: IO[str] = sys.stdout) -> None
         rate = f"{fps:5.1f} fps checked, " if fps is not None else ""
         if latency["n"]:
             stream.write(f"{prefix}: {name:<10} {rate}latency from the {summary['source']}'s stamp p50 {latency['p50']:.1f} ms, "
-                         f"p99 {latency['p99']:.1f} ms ({latency['n']} frames)\n")
+                         f"p99 {latency['p99']:.1f} ms ({latency['n']} frames){_steady_and_cpu(summary, name)}\n")
+    source_cpu = _cpu_text(summary.get("cpu", {}).get(summary["source"]))
+    if source_cpu:
+        stream.write(f"{prefix}: {summary['source']:<10} {source_cpu.lstrip('; ')}\n")
+
+
+def _cpu_text(cpu: dict[str, Any] | None) -> str:
+    if not cpu or cpu.get("cpu_ms_per_frame_steady") is None:
+        return ""
+    return f"; CPU {cpu['cpu_ms_per_frame_steady']:.2f} ms a frame in the steady state, {cpu['cpu_s']:.1f} s in all"
+
+
+def _steady_and_cpu(summary: dict[str, Any], name: str) -> str:
+    """The steady state's percentiles (after the node's warm-up frames) and the node's CPU, where reported."""
+    steady = (summary.get("latency_ms_steady") or {}).get(name) or {}
+    text = f"; steady state p50 {steady['p50']:.1f} / p99 {steady['p99']:.1f} ms ({steady['n']})" if steady.get("n") else ""
+    return text + _cpu_text(summary.get("cpu", {}).get(name))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

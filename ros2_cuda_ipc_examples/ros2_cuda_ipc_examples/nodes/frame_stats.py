@@ -1,0 +1,114 @@
+"""What a pipeline node measures per frame beyond counting: latency apart from warm-up, CPU, GC pauses.
+
+A short run's tail is mostly warm-up (the first pool import, torch's first kernels, caches filling):
+:class:`LatencySamples` keeps the first ``warmup_frames`` apart, so the steady state's p99 is not
+the first second's. :class:`ProcessCpu` reads the process's own CPU counters (user + system, every
+thread) at each report: milliseconds of CPU per frame and percent of one core, over the last
+period and since warm-up ended. Nodes composed in one process share these counters.
+:func:`gc_pauses` counts the collector's pauses (``gc.callbacks``), a usual suspect for a tail frame.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LatencySamples", "ProcessCpu", "gc_pauses", "percentiles"]
+
+_MAX_SAMPLES = 100_000
+
+
+def percentiles(samples: list[float]) -> dict[str, float | None]:
+    """p50 / p99 / n of ``samples`` (milliseconds), rounded for a report."""
+    if not samples:
+        return {"p50": None, "p99": None, "n": 0}
+    p50, p99 = np.percentile(samples, [50, 99])
+    return {"p50": round(float(p50), 3), "p99": round(float(p99), 3), "n": len(samples)}
+
+
+class LatencySamples:
+    """Latency samples of one node: the first ``warmup_frames`` kept apart from the steady state, and the
+    samples since the last report (the live table's window)."""
+
+    def __init__(self, warmup_frames: int) -> None:
+        self.warmup_frames = warmup_frames
+        self._warmup: list[float] = []
+        self._steady: list[float] = []
+        self._window: list[float] = []
+
+    @property
+    def warmed_up(self) -> bool:
+        return len(self._warmup) >= self.warmup_frames
+
+    def add(self, milliseconds: float) -> None:
+        target = self._steady if self.warmed_up else self._warmup
+        if len(target) < _MAX_SAMPLES:
+            target.append(milliseconds)
+        self._window.append(milliseconds)
+
+    def report(self) -> dict[str, Any]:
+        """The window's percentiles (and a new window), the warm-up's, the steady state's and the whole run's."""
+        window, self._window = self._window, []
+        return {"latency_ms": percentiles(window), "latency_ms_warmup": percentiles(self._warmup),
+                "latency_ms_steady": percentiles(self._steady),
+                "latency_ms_total": percentiles(self._warmup + self._steady)}
+
+
+class ProcessCpu:
+    """CPU time of this process between reports, per frame and as a share of one core."""
+
+    def __init__(self) -> None:
+        self._last = (time.process_time(), time.monotonic(), 0)
+        self._steady_from: tuple[float, int] | None = None
+
+    def steady_from_now(self, frames: int) -> None:
+        """Warm-up is over: count the steady state's CPU from here (once)."""
+        if self._steady_from is None:
+            self._steady_from = (time.process_time(), frames)
+
+    def report(self, frames: int) -> dict[str, Any]:
+        """``frames``: this node's frame count so far (in for a consumer, out for a source)."""
+        cpu, wall = time.process_time(), time.monotonic()
+        last_cpu, last_wall, last_frames = self._last
+        self._last = (cpu, wall, frames)
+        period_frames = frames - last_frames
+        steady = None
+        if self._steady_from is not None and frames > self._steady_from[1]:
+            steady = round((cpu - self._steady_from[0]) * 1e3 / (frames - self._steady_from[1]), 3)
+        return {"cpu_s": round(cpu, 3),
+                "cpu_percent": round((cpu - last_cpu) * 100 / (wall - last_wall), 1) if wall > last_wall else None,
+                "cpu_ms_per_frame": round((cpu - last_cpu) * 1e3 / period_frames, 3) if period_frames > 0 else None,
+                "cpu_ms_per_frame_steady": steady}
+
+
+class _GcPauses:
+    def __init__(self) -> None:
+        self.count, self.total, self.longest = 0, 0.0, 0.0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        pause = time.perf_counter() - self._started
+        self.count += 1
+        self.total += pause
+        self.longest = max(self.longest, pause)
+
+    def report(self) -> dict[str, Any]:
+        return {"count": self.count, "total_ms": round(self.total * 1e3, 3), "longest_ms": round(self.longest * 1e3, 3)}
+
+
+_PAUSES: _GcPauses | None = None
+
+
+def gc_pauses() -> _GcPauses:
+    """The process's collector pauses, counted from the first call on (one hook a process)."""
+    global _PAUSES
+    if _PAUSES is None:
+        _PAUSES = _GcPauses()
+        gc.callbacks.append(_PAUSES)
+    return _PAUSES
