@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 import rclpy
 
+from ros2_cuda_ipc_examples.pipelines.stacks import native_stacks
 from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL
 
 
@@ -47,6 +48,8 @@ def interrupt(process: subprocess.Popen, timeout: float = 20.0) -> tuple[int, st
     except subprocess.TimeoutExpired:
         process.send_signal(STACKS_SIGNAL)
         time.sleep(1.0)  # faulthandler writes them from the signal handler
+        below_python = native_stacks(process.pid)
         process.kill()
         out, err = process.communicate()
+        err += "\n" + below_python
     return process.returncode, out, err

@@ -35,6 +35,7 @@ from ..nodes.arrays import MemoryChoiceError, choose_memory
 from ..nodes.pipeline_node import STATS_TOPIC
 from .definitions import DEFAULT_SIZES, MIN_SIZES, PIPELINES, Pipeline, PipelineOptions
 from .live_table import StatsTable
+from .stacks import native_stacks
 
 __all__ = ["RECORDED_TOPICS", "PipelineFailed", "add_record_argument", "add_run_arguments", "main", "options_from",
            "positive_number", "print_outcome", "record_command", "reuse_delay_seconds", "run_pipeline", "write_summary"]
@@ -185,6 +186,7 @@ def _stop(children: list[_Child], timeout: float = STOP_TIMEOUT) -> dict[str, in
             codes[child.name] = child.process.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             _ask_for_stacks(child)
+            _append_native_stacks(child)
             child.process.kill()
             child.killed = True
             codes[child.name] = child.process.wait()
@@ -203,6 +205,13 @@ def _ask_for_stacks(child: _Child, timeout: float = 3.0) -> None:
                 time.sleep(0.2)  # the other threads' stacks follow the first
                 return
         time.sleep(0.05)
+
+
+def _append_native_stacks(child: _Child) -> None:
+    """Below the Python stacks, where each thread waits in C (the DDS library's threads have no Python frame)."""
+    stacks = native_stacks(child.process.pid)
+    with child.log.open("a") as log:
+        log.write(stacks + "\n")
 
 
 class _Screen:
@@ -294,7 +303,7 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
         if child.killed:
             raise PipelineFailed(f"{name} (pid {child.process.pid}) was still running {STOP_TIMEOUT:.0f} s after SIGINT "
                                  f"and was killed{also}; where its threads were, and its log ({child.log}), end:\n"
-                                 f"{child.tail(80)}")
+                                 f"{child.tail(300)}")
         raise PipelineFailed(f"{name} exited with code {failed[name]} when asked to stop{also}:\n{child.tail()}")
     return _summary(pipeline, options, table, compose, time.monotonic() - started, interrupted, codes)
 
