@@ -290,3 +290,42 @@ def test_lidar_on_cuda(tmp_path, compose):
         report = summary["nodes"][name]
         assert report["bad"] == 0 and report["checked"] >= 0.9 * frames, (name, report)
     assert read_png(summary["preview_png"]).shape == (480, 480, 3)
+
+
+def _kill_when_frames_flow(tmp_path: Path, namespace: str, node: str, killed: list[int]) -> None:
+    """Once the preview has drawn a frame, SIGKILL the child running ``node`` (its pid goes in ``killed``)."""
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and not (tmp_path / "preview.png").exists():
+        time.sleep(0.1)
+    for pid in _children_in(namespace):
+        if f"__node:={node}".encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+            return
+
+
+@pytest.mark.parametrize("victim", ["encoder", "camera"])
+def test_restart_on_failure_brings_a_killed_node_back_and_frames_flow_again(tmp_path, victim):
+    import threading
+
+    namespace = f"/fanout_restart_{victim}"
+    options = PipelineOptions(width=160, height=120, fps=8.0, memory="host", seconds=20.0, namespace=namespace,
+                              out_dir=tmp_path, block_count=8)
+    killed: list[int] = []
+    killer = threading.Thread(target=_kill_when_frames_flow, args=(tmp_path, namespace, victim, killed))
+    killer.start()
+    try:
+        summary = run_pipeline(fanout(options), options, stream=None, restart="on-failure")
+    finally:
+        killer.join()
+    assert len(killed) == 1, "the node to kill was never found"
+    assert summary["restarts"] == {victim: 1}, summary["restarts"]
+    report = summary["nodes"][victim]
+    assert report["pid"] != killed[0] and report["restarts"] == 1
+    consumers = [summary["nodes"][name] for name in CONSUMERS]
+    assert all(r["bad"] == 0 for r in consumers), consumers  # every frame checked, in every life, was right
+    if victim == "camera":  # the new camera's frames (a new pool) reach every consumer
+        assert report["out"] > 0 and all(r["checked"] > 0 for r in consumers)
+    else:  # the new encoder checks frames again
+        assert report["checked_this_life"] > 0, report
+    assert set(summary["exit_codes"].values()) == {0}

@@ -40,6 +40,7 @@ class StatsTable:
         last = self.latest.get(name)
         if last is not None and last["pid"] != report["pid"]:  # a new life of a restarted node
             self._earlier_lives[name] = {key: last[key] for key in COUNTERS}
+        report["checked_this_life"] = report.get("checked", 0)
         earlier = self._earlier_lives.get(name)
         if earlier is not None:
             report.update({key: report[key] + earlier[key] for key in COUNTERS})

@@ -35,6 +35,7 @@ from ..nodes.arrays import MemoryChoiceError, choose_memory
 from ..nodes.pipeline_node import STATS_TOPIC
 from .definitions import DEFAULT_SIZES, MIN_SIZES, PIPELINES, Pipeline, PipelineOptions
 from .live_table import StatsTable
+from .restarts import RESTART_POLICIES, Restarts
 from .stacks import native_stacks
 
 __all__ = ["RECORDED_TOPICS", "PipelineFailed", "add_record_argument", "add_run_arguments", "main", "options_from",
@@ -166,9 +167,12 @@ def _container_command(pipeline: Pipeline, executor: str, namespace: str) -> lis
             "--ros-args", "-r", f"__node:={pipeline.name}_container", "-r", f"__ns:={namespace}"]
 
 
-def _start(name: str, command: list[str], log_dir: Path) -> _Child:
+def _start(name: str, command: list[str], log_dir: Path, mode: str = "w") -> _Child:
     log = log_dir / f"{name}.log"
-    with log.open("w") as out:
+    with log.open(mode) as out:
+        if mode == "a":
+            out.write(f"--- {name} restarted by the runner ---\n")
+            out.flush()
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    start_new_session=True, env={**os.environ, PARENT_PID_VARIABLE: str(os.getpid())})
     return _Child(name, process, log, time.monotonic())
@@ -248,12 +252,14 @@ def record_command(pipeline: Pipeline, namespace: str, bag: Path) -> list[str]:
 
 
 def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool = False, executor: str = "single",
-                 stream: IO[str] | None = sys.stdout, title: str = "", record: Path | None = None) -> dict[str, Any]:
+                 stream: IO[str] | None = sys.stdout, title: str = "", record: Path | None = None,
+                 restart: str = "no") -> dict[str, Any]:
     """Start ``pipeline``, show the live table on ``stream`` until it is done (or Ctrl-C), stop it; return its summary.
 
     ``record``: a bag that ``bag_record`` writes the source's frames into meanwhile.
 
-    Raises PipelineFailed as soon as a node's process ends early or a node never reports.
+    Raises PipelineFailed as soon as a node's process ends early (unless ``restart="on-failure"`` starts it
+    again: see :mod:`.restarts`) or a node never reports.
     """
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -269,6 +275,7 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
     if record is not None:
         commands["bag_record"] = record_command(pipeline, options.namespace, record)
     children: list[_Child] = []
+    restarts = Restarts(restart, lambda name: _start(name, commands[name], log_dir, "a"), table.restarted)
     started = time.monotonic()
     interrupted = False
     codes: dict[str, int] = {}
@@ -284,7 +291,7 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
         for name, command in commands.items():
             children.append(_start(name, command, log_dir))
         started = time.monotonic()
-        _watch(spinner, table, children, _Screen(stream, title), started)
+        _watch(spinner, table, children, _Screen(stream, title), started, restarts)
     except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C: stop the nodes, keep what they reported
         interrupted = True
         _collect_last_reports(spinner, table)
@@ -294,7 +301,7 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
         for node in spinner.get_nodes():
             node.destroy_node()
         rclpy.try_shutdown()
-    failed = {name: code for name, code in codes.items() if code != 0}
+    failed = {name: code for name, code in codes.items() if code != 0 and not restarts.waiting(name)}
     if failed and not interrupted:
         name = next(iter(failed))
         child = next(c for c in children if c.name == name)
@@ -330,15 +337,23 @@ def _collect_last_reports(spinner: Any, table: StatsTable, seconds: float = 1.2)
         return
 
 
-def _watch(spinner: Any, table: StatsTable, children: list[_Child], screen: _Screen, started: float) -> None:
+def _restart_due(children: list[_Child], restarts: Restarts) -> None:
+    """Put the children whose back-off is over back in ``children``, in their places."""
+    for name, child in restarts.start_due():
+        children[next(i for i, c in enumerate(children) if c.name == name)] = child
+
+
+def _watch(spinner: Any, table: StatsTable, children: list[_Child], screen: _Screen, started: float,
+           restarts: Restarts) -> None:
     next_draw = started + 1.0
     stable, signature, last_report_time = 0, None, None
     all_reported: float | None = None
     while True:
         spinner.spin_once(timeout_sec=0.1)
+        _restart_due(children, restarts)
         for child in children:
             code = child.process.poll()
-            if code is not None:
+            if code is not None and not restarts.handles(child.name, code, child.started):
                 raise PipelineFailed(f"{child.name} (pid {child.process.pid}) exited with code {code} after "
                                      f"{time.monotonic() - child.started:.1f} s; its log ({child.log}) ends:\n"
                                      f"{child.tail()}")
@@ -450,6 +465,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("pipeline", choices=sorted(PIPELINES), help="which pipeline")
     add_run_arguments(parser)
     add_record_argument(parser)
+    parser.add_argument("--restart", choices=RESTART_POLICIES, default="no",
+                        help="on-failure: start a node whose process dies again, after a back-off of 0.5 s doubling "
+                             "to 8 s; the table counts restarts (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.record is not None and args.record.exists():
         parser.error(f"--record {args.record}: exists already; bag_record writes a new bag")
@@ -461,7 +479,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     title = f"{pipeline.name} · {mode} · {options.memory} memory · {options.width}x{options.height}"
     try:
         summary = run_pipeline(pipeline, options, compose=args.compose, executor=args.executor, title=title,
-                               record=args.record)
+                               record=args.record, restart=args.restart)
     except PipelineFailed as exc:
         print(f"{pipeline.name}: FAILED: {exc}", file=sys.stderr)
         return 1
