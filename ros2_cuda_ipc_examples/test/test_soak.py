@@ -61,3 +61,24 @@ def test_bad_arguments_are_refused(argv, capsys):
     with pytest.raises(SystemExit) as info:
         parse_args(argv)
     assert info.value.code == 2 and "error" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(300)
+def test_one_minute_pipeline_soak_kills_nodes_and_every_frame_stays_right(tmp_path):
+    out = subprocess.run([*SOAK, "--pipeline", "fanout", "--minutes", "1", "--memory", "host", "--seed", "7",
+                          "--out", str(tmp_path)], capture_output=True, text=True, timeout=280)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "soak: OK" in out.stdout and "FAIL" not in out.stdout, out.stdout
+    counts = re.search(r"^soak: (\d+) frames published; checked: (.*); kills: (.*); restarts: (\d+)$", out.stdout,
+                       re.MULTILINE)
+    assert counts, out.stdout
+    kills = sum(int(part.split()[-1]) for part in counts.group(3).split(", "))
+    assert kills >= 5 and int(counts.group(4)) == kills  # every killed node came back
+    assert all(int(part.split()[-1]) > 0 for part in counts.group(2).split(", "))
+    for metric in ("fds", "rss_mib", "leases_held"):  # sampled for every node, and none grew
+        assert len(re.findall(rf"^{metric} +\w+ +first .* ok$", out.stdout, re.MULTILINE)) == 5, out.stdout
+
+
+def test_pipeline_soak_refuses_a_bad_rate():
+    out = subprocess.run([*SOAK, "--pipeline", "fanout", "--fps", "0"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "--fps must be in" in out.stderr

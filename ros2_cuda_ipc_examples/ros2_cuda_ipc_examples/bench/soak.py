@@ -2,6 +2,7 @@
 
     soak --minutes 10 [--memory auto|host|cuda] [--readers 3] [--rate 100] [--size-mib 1]
     python -m ros2_cuda_ipc_examples.bench.soak --minutes 1 --memory host
+    soak --pipeline fanout|lidar --minutes 5     # a whole example pipeline instead (see pipeline_soak)
 
 The publisher fills each block with a pattern unique to its sequence number and publishes the
 descriptor at ``--rate`` Hz; each reader reads every message it gets and checks every byte.
@@ -554,7 +555,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help=argparse.SUPPRESS)
     parser.add_argument("--slot", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--topic", default="", help=argparse.SUPPRESS)
+    from .pipeline_soak import add_pipeline_arguments
+
+    add_pipeline_arguments(parser)
     args = parser.parse_args(argv)
+    if args.pipeline is not None and not 0 < args.fps <= 1000:
+        parser.error(f"--fps must be in (0, 1000], got {args.fps:g}")
     if args.minutes <= 0:
         parser.error(f"--minutes must be > 0, got {args.minutes:g}")
     if args.readers < 1:
@@ -576,6 +582,10 @@ def main(argv: list[str] | None = None) -> int:
     from ros2_cuda_ipc_core import run_tool
 
     args = parse_args(argv)
+    if args.pipeline is not None:
+        from .pipeline_soak import run_pipeline_soak
+
+        return run_tool(lambda: run_pipeline_soak(args))
     return run_tool(lambda: ROLES[args.role](args))
 
 

@@ -20,7 +20,13 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from std_msgs.msg import String
 
-from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, Ros2CudaIpcError, StaleDescriptorError, check_reuse_delay
+from ros2_cuda_ipc_core import (
+    DEFAULT_REUSE_DELAY,
+    PoolUnavailableError,
+    Ros2CudaIpcError,
+    StaleDescriptorError,
+    check_reuse_delay,
+)
 
 from .arrays import ArrayBackend, MemoryChoiceError, backend_for, choose_memory
 from .frame_stats import LatencySamples, ProcessCpu, gc_pauses
@@ -41,7 +47,7 @@ class PipelineNode(Node):
 
     def __init__(self, default_name: str, **kwargs: Any) -> None:
         super().__init__(default_name, **kwargs)
-        self.counts = {"in": 0, "out": 0, "checked": 0, "bad": 0, "stale": 0, "lost": 0}
+        self.counts = {"in": 0, "out": 0, "checked": 0, "bad": 0, "stale": 0, "lost": 0, "gone": 0}
         warmup_frames = self.parameter("warmup_frames", 30)
         if warmup_frames < 0:
             raise ParameterError(f"warmup_frames must not be negative, not {warmup_frames}")
@@ -151,7 +157,8 @@ class PipelineNode(Node):
 
     def read_frame(self, reader: Any, msg: Any, memory: str, work: Callable[[Any, ArrayBackend], None]) -> None:
         """Lease ``msg``'s frame with ``reader`` on the memory's backend stream and call ``work(view, arrays)``;
-        a stale frame is counted and dropped, any other transport error counted as bad and logged."""
+        a stale frame is counted and dropped, so is one whose publisher is gone (it died: a restarted one
+        names a new pool), any other transport error counted as bad and logged."""
         self.counts["in"] += 1
         arrays = self.backend(memory)
         if arrays is None:
@@ -162,6 +169,9 @@ class PipelineNode(Node):
                 work(view, arrays)
         except StaleDescriptorError:
             self.counts["stale"] += 1
+        except PoolUnavailableError as exc:
+            self.counts["gone"] += 1
+            self.get_logger().info(f"frame dropped: {exc}", throttle_duration_sec=5.0)
         except Ros2CudaIpcError as exc:
             self.counts["bad"] += 1
             self.get_logger().warning(f"frame dropped: {exc}", throttle_duration_sec=5.0)

@@ -20,7 +20,7 @@ _COLUMNS = (("node", 12), ("in/s", 7), ("out/s", 7), ("p50 ms", 8), ("p99 ms", 8
             ("cpu %", 7), ("checked", 8), ("bad", 5), ("stale", 6), ("lost", 5), ("leases", 7), ("same-proc", 10),
             ("restarts", 9), ("  sends", 32))
 #: The counters a node's report holds since its process started: summed over a restarted node's lives.
-COUNTERS = ("in", "out", "checked", "bad", "stale", "lost")
+COUNTERS = ("in", "out", "checked", "bad", "stale", "lost", "gone")
 
 
 class StatsTable:
@@ -36,6 +36,7 @@ class StatsTable:
     def add(self, data: str) -> None:
         """One ``pipeline_stats`` message's JSON."""
         report = json.loads(data)
+        report.setdefault("gone", 0)
         name = report["node"].rsplit("/", 1)[-1]
         last = self.latest.get(name)
         if last is not None and last["pid"] != report["pid"]:  # a new life of a restarted node

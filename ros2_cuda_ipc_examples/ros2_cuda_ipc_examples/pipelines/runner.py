@@ -23,7 +23,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -38,13 +38,16 @@ from .live_table import StatsTable
 from .restarts import RESTART_POLICIES, Restarts
 from .stacks import native_stacks
 
-__all__ = ["RECORDED_TOPICS", "PipelineFailed", "add_record_argument", "add_run_arguments", "main", "options_from",
-           "positive_number", "print_outcome", "record_command", "reuse_delay_seconds", "run_pipeline", "write_summary"]
+__all__ = ["RECORDED_TOPICS", "PipelineFailed", "Watcher", "add_record_argument", "add_run_arguments", "main",
+           "options_from", "positive_number", "print_outcome", "record_command", "reuse_delay_seconds", "run_pipeline",
+           "write_summary"]
 
 SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080), "4k": (3840, 2160)}
 STARTUP_TIMEOUT = 60.0  # seconds for every node to report once, and then for the source's first frame
 DRAIN_REPORTS = 2  # after the source is done: reports with no change before the pipeline counts as drained
 STOP_TIMEOUT = 15.0  # seconds a node has to end after SIGINT before it is asked for its stacks and killed
+#: Called by the runner's loop with the live table and each node's pid: see :func:`run_pipeline`.
+Watcher = Callable[[StatsTable, dict[str, int]], None]
 
 
 class PipelineFailed(RuntimeError):
@@ -253,13 +256,15 @@ def record_command(pipeline: Pipeline, namespace: str, bag: Path) -> list[str]:
 
 def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool = False, executor: str = "single",
                  stream: IO[str] | None = sys.stdout, title: str = "", record: Path | None = None,
-                 restart: str = "no") -> dict[str, Any]:
+                 restart: str = "no", watcher: Watcher | None = None) -> dict[str, Any]:
     """Start ``pipeline``, show the live table on ``stream`` until it is done (or Ctrl-C), stop it; return its summary.
 
     ``record``: a bag that ``bag_record`` writes the source's frames into meanwhile.
 
     Raises PipelineFailed as soon as a node's process ends early (unless ``restart="on-failure"`` starts it
-    again: see :mod:`.restarts`) or a node never reports.
+    again: see :mod:`.restarts`) or a node never reports. ``watcher(table, pids)`` is called about ten times
+    a second with the reports so far and each node's process id (the soak kills and samples through it);
+    what it raises ends the run, after the nodes are stopped.
     """
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -291,7 +296,7 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
         for name, command in commands.items():
             children.append(_start(name, command, log_dir))
         started = time.monotonic()
-        _watch(spinner, table, children, _Screen(stream, title), started, restarts)
+        _watch(spinner, table, children, _Screen(stream, title), started, restarts, watcher)
     except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C: stop the nodes, keep what they reported
         interrupted = True
         _collect_last_reports(spinner, table)
@@ -344,13 +349,15 @@ def _restart_due(children: list[_Child], restarts: Restarts) -> None:
 
 
 def _watch(spinner: Any, table: StatsTable, children: list[_Child], screen: _Screen, started: float,
-           restarts: Restarts) -> None:
+           restarts: Restarts, watcher: Watcher | None) -> None:
     next_draw = started + 1.0
     stable, signature, last_report_time = 0, None, None
     all_reported: float | None = None
     while True:
         spinner.spin_once(timeout_sec=0.1)
         _restart_due(children, restarts)
+        if watcher is not None:
+            watcher(table, {child.name: child.process.pid for child in children})
         for child in children:
             code = child.process.poll()
             if code is not None and not restarts.handles(child.name, code, child.started):

@@ -1,0 +1,237 @@
+"""The pipeline soak: a whole example pipeline for N minutes, a random node SIGKILLed every few seconds.
+
+    soak --pipeline fanout --minutes 5 [--memory auto|host|cuda] [--size 160x120] [--fps 8] [--seed 7]
+
+The runner's ``--restart on-failure`` brings each killed node back (a killed camera comes back with a
+new pool). Every second each node's process is sampled (open fds and RSS from /proc; GPU memory from
+``nvidia-smi`` where there is one), and its reports give its leases held. The soak fails on any bad
+frame, a hang (a running node silent for ``SILENCE`` s, or a consumer that checks nothing for
+``STALL`` s while the source sends), a node that does not stop on SIGINT at the end, or growth: per
+node, the median of its last samples against the median of its first ones after start-up, beyond a
+floor (DDS discovery and Python's allocator move these a little) or a fraction of the start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..pipelines.definitions import PIPELINES, PipelineOptions
+from ..pipelines.live_table import StatsTable
+from ..pipelines.runner import PipelineFailed, parse_size, run_pipeline
+from .soak import process_usage
+
+__all__ = ["PipelineSoak", "SoakFailed", "add_pipeline_arguments", "run_pipeline_soak"]
+
+KILL_EVERY = (3.0, 7.0)  # s between kills, uniformly at random
+SAMPLE_EVERY = 1.0  # s between samples of every process
+STARTUP_GRACE = 5.0  # s: a younger process is starting up; its samples are not the steady state
+SILENCE = 10.0  # s without a report from a node whose process runs: a hang
+STALL = 20.0  # s of a consumer's life, past start-up, with the source sending and nothing checked: a hang
+WINDOW = 10  # samples in each of the windows the growth is judged between
+#: Growth beyond the larger of an absolute floor and a fraction of the first window's median fails.
+FLOORS = {"fds": (12.0, 0.25), "rss_mib": (40.0, 0.25), "gpu_mib": (64.0, 0.1), "leases_held": (8.0, 0.0)}
+
+
+class SoakFailed(PipelineFailed):
+    """A bad frame, a hang or growth: the message says which node and what."""
+
+
+class _SoakOver(KeyboardInterrupt):
+    """Raised by the watcher at the soak's end: the runner stops the nodes as on Ctrl-C and keeps the reports.
+    (The source runs without a limit: a restarted camera would start its ``seconds`` again.)"""
+
+
+@dataclass
+class _Life:
+    pid: int
+    started: float
+    samples: list[dict[str, float]] = field(default_factory=list)
+
+
+@dataclass
+class PipelineSoak:
+    """The runner's watcher: kills, samples and judges; :meth:`verdict` at the end."""
+
+    rng: random.Random
+    seconds: float
+    kill_every: tuple[float, float] = KILL_EVERY
+    over: bool = False
+    kills: dict[str, int] = field(default_factory=dict)
+    lives: dict[str, list[_Life]] = field(default_factory=dict)
+    _next_kill: float = 0.0
+    _next_sample: float = 0.0
+    _ends: float = 0.0
+    _gpu: dict[int, float] = field(default_factory=dict)
+
+    def __call__(self, table: StatsTable, pids: dict[str, int]) -> None:
+        now = time.monotonic()
+        for name, pid in pids.items():
+            lives = self.lives.setdefault(name, [])
+            if not lives or lives[-1].pid != pid:
+                lives.append(_Life(pid, now))
+        self._check_frames(table, pids, now)
+        if now >= self._next_sample:
+            self._next_sample = now + SAMPLE_EVERY
+            self._sample(table, pids, now)
+        source = table.latest.get(table.order[0]) or {}
+        if source.get("out"):  # frames flow: kill someone now and then, until the time is up
+            if not self._next_kill:
+                self._next_kill = now + self.rng.uniform(*self.kill_every)
+                self._ends = now + self.seconds
+            elif now >= self._ends:
+                self.over = True
+                raise _SoakOver
+            elif now >= self._next_kill:
+                self._next_kill = now + self.rng.uniform(*self.kill_every)
+                self._kill(pids)
+
+    def _kill(self, pids: dict[str, int]) -> None:
+        name = self.rng.choice(sorted(pids))
+        try:
+            os.kill(pids[name], signal.SIGKILL)
+        except ProcessLookupError:  # died already, the runner restarts it
+            return
+        self.kills[name] = self.kills.get(name, 0) + 1
+
+    def _check_frames(self, table: StatsTable, pids: dict[str, int], now: float) -> None:
+        for name, report in table.latest.items():
+            if report.get("bad"):
+                raise SoakFailed(f"{name}: {report['bad']} bad frame(s)")
+        for name, pid in pids.items():
+            life, report = self.lives[name][-1], table.latest.get(name)
+            if report is None or report["pid"] != pid or now - life.started < STARTUP_GRACE + SILENCE:
+                continue
+            if time.time() - report["time"] > SILENCE and _alive(pid):
+                raise SoakFailed(f"{name} (pid {pid}) has not reported for {SILENCE:.0f} s while running: a hang")
+
+    def _sample(self, table: StatsTable, pids: dict[str, int], now: float) -> None:
+        if any(_uses_gpu(report) for report in table.latest.values()):
+            self._gpu = gpu_memory_by_pid()
+        for name, pid in pids.items():
+            life = self.lives[name][-1]
+            usage = process_usage(pid)
+            if usage is None or now - life.started < STARTUP_GRACE:
+                continue
+            report = table.latest.get(name) or {}
+            if report.get("pid") == pid and "leases_held" in report:
+                usage["leases_held"] = float(report["leases_held"])
+            if pid in self._gpu:
+                usage["gpu_mib"] = self._gpu[pid]
+            life.samples.append(usage)
+            self._check_stall(name, life, table, now)
+
+    def _check_stall(self, name: str, life: _Life, table: StatsTable, now: float) -> None:
+        report, source = table.latest.get(name) or {}, table.latest.get(table.order[0]) or {}
+        if report.get("source") or source.get("done") or report.get("pid") != life.pid:
+            return
+        if now - life.started > STARTUP_GRACE + STALL and report.get("checked_this_life", 0) == 0:
+            raise SoakFailed(f"{name} (pid {life.pid}) checked no frame in {now - life.started:.0f} s of its life "
+                             "while the source sent: a hang")
+
+    def growth(self) -> list[tuple[str, str, float, float, bool]]:
+        """(node, metric, first, last, ok) per node and metric: all of a node's lives' samples, in order."""
+        rows = []
+        for name, lives in sorted(self.lives.items()):
+            samples = [sample for life in lives for sample in life.samples]
+            for metric, (floor, fraction) in FLOORS.items():
+                values = [sample[metric] for sample in samples if metric in sample]
+                if len(values) < 2 * WINDOW:
+                    continue
+                first, last = statistics.median(values[:WINDOW]), statistics.median(values[-WINDOW:])
+                rows.append((name, metric, first, last, last - first <= max(floor, fraction * first)))
+        return rows
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _uses_gpu(report: dict[str, Any]) -> bool:
+    return report.get("memory") == "cuda"
+
+
+def gpu_memory_by_pid() -> dict[int, float]:
+    """MiB of GPU memory each process uses, from ``nvidia-smi``; empty where there is none."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return {}
+    try:
+        out = subprocess.run([smi, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10).stdout
+    except subprocess.TimeoutExpired:
+        return {}
+    usage = {}
+    for line in out.splitlines():
+        pid, _, mib = line.partition(",")
+        if pid.strip().isdigit() and mib.strip().isdigit():
+            usage[int(pid)] = float(mib)
+    return usage
+
+
+def add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pipeline", choices=sorted(PIPELINES), default=None,
+                        help="soak a whole example pipeline instead: kill a random node every few seconds, the "
+                             "runner restarts it")
+    parser.add_argument("--size", type=parse_size, default=(160, 120), metavar="SIZE",
+                        help="with --pipeline: frame size (a lidar: columns x rings) (default: 160x120)")
+    parser.add_argument("--fps", type=float, default=8.0, help="with --pipeline: frames per second (default: 8)")
+    parser.add_argument("--out", type=Path, default=Path("soak-output"),
+                        help="with --pipeline: where the summary and node logs go (default: %(default)s)")
+
+
+def run_pipeline_soak(args: argparse.Namespace) -> int:
+    """The ``soak --pipeline`` command: 0 when no bad frame, hang or growth was seen (or on Ctrl-C)."""
+    from ..nodes.arrays import choose_memory
+
+    memory, why = choose_memory(args.memory)
+    width, height = args.size
+    options = PipelineOptions(width, height, args.fps, memory, 0, 0.0, f"/soak_{args.pipeline}", args.out, block_count=8)
+    pipeline = PIPELINES[args.pipeline](options)
+    soak = PipelineSoak(random.Random(args.seed), args.minutes * 60.0)
+    print(f"soak: {args.pipeline} pipeline, {width}x{height} at {args.fps:g} fps, {memory} memory ({why}), "
+          f"{args.minutes:g} min, a random node killed every {KILL_EVERY[0]:g}-{KILL_EVERY[1]:g} s", flush=True)
+    try:
+        summary = run_pipeline(pipeline, options, stream=None, restart="on-failure", watcher=soak)
+    except PipelineFailed as exc:
+        print(f"soak: FAIL: {exc}")
+        _print_growth(soak)
+        return 1
+    _print_growth(soak)
+    checked = ", ".join(f"{name} {count}" for name, count in summary["frames_checked"].items())
+    print(f"soak: {summary['frames_published']} frames published; checked: {checked}; kills: "
+          f"{', '.join(f'{name} {count}' for name, count in sorted(soak.kills.items())) or 'none'}; "
+          f"restarts: {sum(summary['restarts'].values())}")
+    failures = [row for row in soak.growth() if not row[4]]
+    if summary["interrupted"] and not soak.over:
+        print("soak: interrupted")
+        return 0
+    hung = {name: code for name, code in summary["exit_codes"].items() if code != 0}
+    if hung:
+        print(f"soak: FAIL: did not end on SIGINT within the runner's stop timeout (exit codes): {hung}")
+        return 1
+    if not summary["ok"] or failures:
+        grown = ", ".join(f"{name} {metric}" for name, metric, *_ in failures)
+        print(f"soak: FAIL: {'growth in ' + grown if failures else 'a consumer checked nothing'}")
+        return 1
+    print("soak: OK")
+    return 0
+
+
+def _print_growth(soak: PipelineSoak) -> None:
+    for name, metric, first, last, ok in soak.growth():
+        print(f"{metric:<12} {name:<11} first {first:9.1f}  last {last:9.1f}  {'ok' if ok else 'GROWTH'}")
+
