@@ -108,10 +108,10 @@ class PipelineSoak:
             if report.get("bad"):
                 raise SoakFailed(f"{name}: {report['bad']} bad frame(s)")
         for name, pid in pids.items():
-            life, report = self.lives[name][-1], table.latest.get(name)
-            if report is None or report["pid"] != pid or now - life.started < STARTUP_GRACE + SILENCE:
+            life, last = self.lives[name][-1], table.latest.get(name)
+            if last is None or last["pid"] != pid or now - life.started < STARTUP_GRACE + SILENCE:
                 continue
-            if time.time() - report["time"] > SILENCE and _alive(pid):
+            if time.time() - last["time"] > SILENCE and _alive(pid):
                 raise SoakFailed(f"{name} (pid {pid}) has not reported for {SILENCE:.0f} s while running: a hang")
 
     def _sample(self, table: StatsTable, pids: dict[str, int], now: float) -> None:
