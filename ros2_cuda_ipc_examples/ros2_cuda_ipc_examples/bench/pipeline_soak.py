@@ -1,9 +1,11 @@
-"""The pipeline soak: a whole example pipeline for N minutes, a random node SIGKILLed every few seconds.
+"""The pipeline soak: a whole example pipeline for N minutes, a random node killed or stopped every few seconds.
 
     soak --pipeline fanout --minutes 5 [--memory auto|host|cuda] [--size 160x120] [--fps 8] [--seed 7]
 
-The runner's ``--restart on-failure`` brings each killed node back (a killed camera comes back with a
-new pool). Every second each node's process is sampled (open fds and RSS from /proc; GPU memory from
+Half the kills are SIGKILL, half SIGINT: a node stopped by SIGINT must end within the runner's stop
+timeout (else its Python and C stacks are shown and the soak fails: the hang a clean stop must never
+have). The runner's ``--restart always`` brings each node back (a camera comes back with a new pool).
+Every second each node's process is sampled (open fds and RSS from /proc; GPU memory from
 ``nvidia-smi`` where there is one), and its reports give its leases held. The soak fails on any bad
 frame, a hang (a running node silent for ``SILENCE`` s, or a consumer that checks nothing for
 ``STALL`` s while the source sends), a node that does not stop on SIGINT at the end, or growth: per
@@ -14,6 +16,7 @@ floor (DDS discovery and Python's allocator move these a little) or a fraction o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import shutil
@@ -25,9 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ros2_cuda_ipc_tools import STACKS_SIGNAL
+
 from ..pipelines.definitions import PIPELINES, PipelineOptions
 from ..pipelines.live_table import StatsTable
-from ..pipelines.runner import PipelineFailed, parse_size, run_pipeline
+from ..pipelines.runner import STOP_TIMEOUT, PipelineFailed, parse_size, run_pipeline
+from ..pipelines.stacks import native_stacks
 from .soak import process_usage
 
 __all__ = ["PipelineSoak", "SoakFailed", "add_pipeline_arguments", "run_pipeline_soak"]
@@ -71,6 +77,7 @@ class PipelineSoak:
     _next_kill: float = 0.0
     _next_sample: float = 0.0
     _ends: float = 0.0
+    _stopping: dict[int, tuple[str, float]] = field(default_factory=dict)  # pid: (node, when SIGINT was sent)
     _gpu: dict[int, float] = field(default_factory=dict)
 
     def __call__(self, table: StatsTable, pids: dict[str, int]) -> None:
@@ -80,6 +87,7 @@ class PipelineSoak:
             if not lives or lives[-1].pid != pid:
                 lives.append(_Life(pid, now))
         self._check_frames(table, pids, now)
+        self._check_stops(now)
         if now >= self._next_sample:
             self._next_sample = now + SAMPLE_EVERY
             self._sample(table, pids, now)
@@ -97,11 +105,26 @@ class PipelineSoak:
 
     def _kill(self, pids: dict[str, int]) -> None:
         name = self.rng.choice(sorted(pids))
+        how = self.rng.choice((signal.SIGKILL, signal.SIGINT))
         try:
-            os.kill(pids[name], signal.SIGKILL)
+            os.kill(pids[name], how)
         except ProcessLookupError:  # died already, the runner restarts it
             return
         self.kills[name] = self.kills.get(name, 0) + 1
+        if how == signal.SIGINT:
+            self._stopping[pids[name]] = (name, time.monotonic())
+
+    def _check_stops(self, now: float) -> None:
+        """A node sent SIGINT must be gone within the runner's stop timeout (the runner reaps it at once)."""
+        for pid, (name, sent) in list(self._stopping.items()):
+            if not _alive(pid):
+                del self._stopping[pid]
+            elif now - sent > STOP_TIMEOUT:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, STACKS_SIGNAL)  # faulthandler writes the Python stacks to its log
+                stacks = native_stacks(pid)
+                raise SoakFailed(f"{name} (pid {pid}) was still running {STOP_TIMEOUT:.0f} s after SIGINT: a hang on "
+                                 f"stop; its Python stacks are in its log (asked for them)\n{stacks}")
 
     def _check_frames(self, table: StatsTable, pids: dict[str, int], now: float) -> None:
         for name, report in table.latest.items():
@@ -205,7 +228,7 @@ def run_pipeline_soak(args: argparse.Namespace) -> int:
     print(f"soak: {args.pipeline} pipeline, {width}x{height} at {args.fps:g} fps, {memory} memory ({why}), "
           f"{args.minutes:g} min, a random node killed every {KILL_EVERY[0]:g}-{KILL_EVERY[1]:g} s", flush=True)
     try:
-        summary = run_pipeline(pipeline, options, stream=None, restart="on-failure", watcher=soak)
+        summary = run_pipeline(pipeline, options, stream=None, restart="always", watcher=soak)
     except PipelineFailed as exc:
         print(f"soak: FAIL: {exc}")
         _print_growth(soak)

@@ -1,4 +1,5 @@
-"""``--restart on-failure``: a node whose process dies is started again, after a back-off, and counted.
+"""``--restart on-failure``: a node whose process dies is started again, after a back-off, and counted
+(``always``: one that ends with 0 unasked too, as a node stopped from outside by SIGINT does).
 
 The nodes carry on by themselves: a restarted camera makes a new pool under a new name and its
 readers import it as they would any new publisher's (the dead one's blocks are unmapped once no
@@ -16,7 +17,7 @@ from typing import Any
 
 __all__ = ["RESTART_POLICIES", "Restarts"]
 
-RESTART_POLICIES = ("no", "on-failure")
+RESTART_POLICIES = ("no", "on-failure", "always")
 FIRST_DELAY = 0.5
 LONGEST_DELAY = 8.0
 SETTLED_AFTER = 10.0  # seconds a life must last for the back-off to start again from FIRST_DELAY
@@ -42,8 +43,8 @@ class Restarts:
 
     def handles(self, name: str, code: int, started: float) -> bool:
         """Whether the runner may carry on with ``name`` ended: it will be restarted (``code`` not 0 and the
-        policy is on-failure). A node that ends with 0 unasked is not restarted: that is the runner's failure."""
-        if self.policy == "no" or code == 0:
+        policy is on-failure, or any code and the policy is always). Otherwise its end is the run's failure."""
+        if self.policy == "no" or (code == 0 and self.policy != "always"):
             return False
         if name not in self._due:
             now = time.monotonic()

@@ -474,7 +474,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_record_argument(parser)
     parser.add_argument("--restart", choices=RESTART_POLICIES, default="no",
                         help="on-failure: start a node whose process dies again, after a back-off of 0.5 s doubling "
-                             "to 8 s; the table counts restarts (default: %(default)s)")
+                             "to 8 s; always: one that ends with exit code 0 unasked too; the table counts restarts "
+                             "(default: %(default)s)")
     args = parser.parse_args(argv)
     if args.record is not None and args.record.exists():
         parser.error(f"--record {args.record}: exists already; bag_record writes a new bag")
