@@ -33,6 +33,7 @@ setup(
             "voxel_downsample = ros2_cuda_ipc_examples.nodes.voxel_node:main",
             "cloud_preview = ros2_cuda_ipc_examples.nodes.cloud_preview:main",
             "soak = ros2_cuda_ipc_examples.bench.soak:main",
+            "benchmark_multicam = ros2_cuda_ipc_examples.bench.multicam:console_main",
         ],
         "ros2_cuda_ipc.components": [
             "ros2_cuda_ipc_examples::SyntheticCamera = ros2_cuda_ipc_examples.nodes.camera:SyntheticCamera",

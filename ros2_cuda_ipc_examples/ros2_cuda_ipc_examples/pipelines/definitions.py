@@ -3,7 +3,8 @@
 ``fanout``: a camera feeding preprocessing -> inference, an encoder, and a preview (the only CPU
 copy). ``lidar``: a LiDAR -> GPU voxel downsampling -> a cloud preview (the only CPU copy).
 ``hop``: a camera and one encoder, through ros2_cuda_ipc or through ``sensor_msgs/Image`` (the copy
-a process boundary costs without it): the demo's comparison.
+a process boundary costs without it): the demo's comparison. ``multicam``: several cameras, each read
+by several encoders, through either: the benchmark's multi-camera case.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from ros2_cuda_ipc_tools import ComponentSpec
 
 from ..nodes.scene import MIN_HEIGHT, MIN_WIDTH
 
-__all__ = ["DEFAULT_SIZES", "MIN_SIZES", "PIPELINES", "Pipeline", "PipelineOptions", "fanout", "hop", "lidar"]
+__all__ = ["DEFAULT_SIZES", "MIN_SIZES", "PIPELINES", "Pipeline", "PipelineOptions", "fanout", "hop", "lidar",
+           "multicam"]
 
 _EXAMPLES = "ros2_cuda_ipc_examples::"
 
@@ -88,6 +90,19 @@ def hop(options: PipelineOptions, transport: str = "ipc") -> Pipeline:
         ComponentSpec(f"{_EXAMPLES}EncoderLike", "encoder", options.namespace,
                       {"transport": transport, "memory": options.memory}),
     ])
+
+
+def multicam(options: PipelineOptions, transport: str = "ipc", cameras: int = 4, readers: int = 3) -> Pipeline:
+    """``cameras`` cameras (``camera0``...), each on its own topic ``cam<i>/image`` read by ``readers`` encoders
+    (``encoder<i>_<j>``), through ros2_cuda_ipc or ``sensor_msgs/Image``."""
+    components = []
+    for i in range(cameras):
+        topic = {"image": f"cam{i}/image"}
+        camera = _camera(options, readers, transport=transport)
+        components.append(ComponentSpec(camera.plugin, f"camera{i}", options.namespace, camera.parameters, topic))
+        components += [ComponentSpec(f"{_EXAMPLES}EncoderLike", f"encoder{i}_{j}", options.namespace,
+                                     {"transport": transport, "memory": options.memory}, topic) for j in range(readers)]
+    return Pipeline("multicam", components)
 
 
 def lidar(options: PipelineOptions) -> Pipeline:

@@ -1,0 +1,120 @@
+"""The multi-camera case: N cameras, each read by M encoders, through ros2_cuda_ipc and through sensor_msgs/Image.
+
+    benchmark_multicam [--cameras 4] [--readers 3] [--size 1080p] [--fps 30] [--seconds 20] [--memory auto]
+    python -m ros2_cuda_ipc_examples.bench.multicam --size 640x480 --seconds 10 --memory host
+
+The question users ask of a zero-copy transport is CPU for many cameras (NITROS's "8 cameras at
+20 fps: 70% to 20% CPU"). Each configuration runs the ``multicam`` pipeline, every node its own
+process (``--compose``: one), and reads every node's own CPU counters and latency from the
+camera's stamp in the steady state (after each node's warm-up frames). Per transport it prints the
+CPU of a camera and of a reader per frame, the whole pipeline's CPU as cores, the readers' latency
+p50 / p99 and the frames checked; ``multicam.json`` under ``--out`` keeps the pipeline summaries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ros2_cuda_ipc_core import run_tool
+
+from ..pipelines.definitions import PipelineOptions, multicam
+from ..pipelines.runner import PipelineFailed, options_from, parse_size, positive_number, run_pipeline
+
+__all__ = ["main", "multicam_row"]
+
+TRANSPORTS = {"ipc": "ros2_cuda_ipc", "sensor_msgs": "sensor_msgs/Image"}
+
+
+def multicam_row(summary: dict[str, Any], fps: float) -> dict[str, Any]:
+    """One transport's figures from its pipeline summary: per-frame CPU of a camera and of a reader (median
+    over them), the pipeline's CPU in cores (each process once), readers' steady latency, frames checked."""
+    nodes = {name: report for name, report in summary["nodes"].items() if report}
+    def steady_cpu(name: str) -> float | None:
+        return (nodes[name].get("cpu") or {}).get("cpu_ms_per_frame_steady")
+
+    cameras = [steady_cpu(name) for name, report in nodes.items() if report.get("source")]
+    readers = [steady_cpu(name) for name, report in nodes.items() if not report.get("source")]
+    one_per_process = {report["pid"]: name for name, report in nodes.items()}
+    per_process = [steady_cpu(name) for name in one_per_process.values()]
+    latency = [report.get("latency_ms_steady") or {} for report in nodes.values() if not report.get("source")]
+    p50s = [entry["p50"] for entry in latency if entry.get("n")]
+    p99s = [entry["p99"] for entry in latency if entry.get("n")]
+    return {
+        "camera_cpu_ms_per_frame": _median(cameras), "reader_cpu_ms_per_frame": _median(readers),
+        "cores": round(sum(value for value in per_process if value is not None) * fps / 1000, 3)
+        if all(value is not None for value in per_process) else None,
+        "processes": len(one_per_process),
+        "latency_p50_ms": _median(p50s), "latency_p99_ms": max(p99s) if p99s else None,
+        "frames_published": summary["frames_published"],
+        "frames_checked": sum(summary["frames_checked"].values()),
+        "bad": sum(report.get("bad", 0) for report in nodes.values()), "ok": summary["ok"],
+    }
+
+
+def _median(values: list[float | None]) -> float | None:
+    known = [value for value in values if value is not None]
+    return round(statistics.median(known), 3) if known else None
+
+
+def _cell(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="benchmark_multicam", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cameras", type=positive_number(int), default=4, help="cameras (default: %(default)s)")
+    parser.add_argument("--readers", type=positive_number(int), default=3,
+                        help="encoders reading each camera (default: %(default)s)")
+    parser.add_argument("--size", type=parse_size, default=(1920, 1080), metavar="SIZE",
+                        help="480p, 720p, 1080p, 4k or WIDTHxHEIGHT (default: 1080p)")
+    parser.add_argument("--fps", type=positive_number(float), default=30.0, help="per camera (default: %(default)s)")
+    parser.add_argument("--seconds", type=positive_number(float), default=20.0,
+                        help="each transport's run (default: %(default)s)")
+    parser.add_argument("--memory", choices=["auto", "cuda", "host"], default="auto",
+                        help="where frames live (sensor_msgs frames are uploaded there) (default: %(default)s)")
+    parser.add_argument("--compose", action="store_true", help="every node in one container process")
+    parser.add_argument("--transports", nargs="+", choices=sorted(TRANSPORTS), default=["ipc", "sensor_msgs"])
+    parser.add_argument("--out", type=Path, default=Path("multicam-output"), help="where multicam.json goes")
+    args = parser.parse_args(argv)
+    args.frames, args.namespace, args.blocks, args.reuse_delay = None, "/multicam", 4, 0.01
+    base, why = options_from(parser, args)
+    mode = "composed" if args.compose else "separate processes"
+    print(f"multicam: {args.cameras} cameras x {args.readers} readers, {base.width}x{base.height} at {base.fps:g} fps, "
+          f"{base.memory} memory ({why}), {mode}, {args.seconds:g} s a transport", flush=True)
+    rows, summaries = {}, {}
+    for transport in dict.fromkeys(args.transports):
+        options = PipelineOptions(base.width, base.height, base.fps, base.memory, 0, args.seconds,
+                                  f"/multicam_{transport}", args.out / transport, base.block_count, base.reuse_delay)
+        pipeline = multicam(options, transport, args.cameras, args.readers)
+        try:
+            summaries[transport] = run_pipeline(pipeline, options, compose=args.compose, stream=None)
+        except PipelineFailed as exc:
+            print(f"multicam: {TRANSPORTS[transport]}: FAILED: {exc}", file=sys.stderr)
+            return 1
+        rows[transport] = multicam_row(summaries[transport], base.fps)
+    print(f"  {'transport':<18} {'camera ms/f':>11} {'reader ms/f':>11} {'cores':>6} {'procs':>5} "
+          f"{'p50 ms':>7} {'p99 ms':>7} {'checked':>8} {'bad':>4}   (CPU and latency: steady state)")
+    for transport, row in rows.items():
+        print(f"  {TRANSPORTS[transport]:<18} {_cell(row['camera_cpu_ms_per_frame']):>11} "
+              f"{_cell(row['reader_cpu_ms_per_frame']):>11} {_cell(row['cores']):>6} {row['processes']:>5} "
+              f"{_cell(row['latency_p50_ms'], 1):>7} {_cell(row['latency_p99_ms'], 1):>7} {row['frames_checked']:>8} "
+              f"{row['bad']:>4}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "multicam.json").write_text(json.dumps({"rows": rows, "summaries": summaries}, indent=1) + "\n")
+    print(f"multicam: {args.out / 'multicam.json'}")
+    return 0 if all(row["ok"] for row in rows.values()) else 1
+
+
+def console_main() -> None:
+    raise SystemExit(run_tool(lambda: main(sys.argv[1:])))
+
+
+if __name__ == "__main__":
+    console_main()

@@ -1,0 +1,97 @@
+"""The pieces long runs rest on, without processes: warm-up apart, CPU counters, restarted nodes' counters, the
+restart policy, the multi-camera figures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ros2_cuda_ipc_examples.bench.multicam import multicam_row
+from ros2_cuda_ipc_examples.nodes.frame_stats import LatencySamples, ProcessCpu, gc_pauses
+from ros2_cuda_ipc_examples.pipelines.live_table import StatsTable
+from ros2_cuda_ipc_examples.pipelines.restarts import Restarts
+
+
+def _report(name: str, pid: int, **counts: int) -> str:
+    base = {"in": 0, "out": 0, "checked": 0, "bad": 0, "stale": 0, "lost": 0}
+    return json.dumps({"node": f"/ns/{name}", "pid": pid, "time": 1.0, "latency_ms": {"p50": None, "p99": None},
+                       **base, **counts})
+
+
+def test_warm_up_frames_are_kept_apart_from_the_steady_state():
+    samples = LatencySamples(warmup_frames=3)
+    for value in (100.0, 50.0, 20.0, 2.0, 2.0, 3.0):
+        samples.add(value)
+    report = samples.report()
+    assert report["latency_ms_warmup"]["n"] == 3 and report["latency_ms_warmup"]["p50"] == 50.0
+    assert report["latency_ms_steady"]["n"] == 3 and report["latency_ms_steady"]["p99"] < 3.1
+    assert report["latency_ms_total"]["n"] == 6 and report["latency_ms"]["n"] == 6
+    assert samples.report()["latency_ms"]["n"] == 0  # the window starts again after each report
+
+
+def test_cpu_per_frame_counts_this_process_s_work_since_the_steady_state_began():
+    cpu = ProcessCpu()
+    cpu.steady_from_now(frames=10)
+    sum(i * i for i in range(300_000))  # CPU the process spends
+    report = cpu.report(frames=20)
+    assert report["cpu_ms_per_frame_steady"] > 0 and report["cpu_ms_per_frame"] > 0 and report["cpu_percent"] > 0
+    assert cpu.report(frames=20)["cpu_ms_per_frame"] is None  # no frame in the period
+
+
+def test_gc_pauses_are_counted():
+    import gc
+
+    before = gc_pauses().count
+    gc.collect()
+    assert gc_pauses().count > before and gc_pauses().report()["longest_ms"] >= 0
+
+
+def test_a_restarted_node_s_counters_add_to_its_earlier_lives():
+    table = StatsTable(["camera", "encoder"])
+    table.add(_report("encoder", 100, checked=40, bad=0, **{"in": 41}))
+    table.restarted("encoder")
+    table.add(_report("encoder", 200, checked=5, **{"in": 5}))
+    latest = table.latest["encoder"]
+    assert (latest["checked"], latest["in"], latest["checked_this_life"], latest["restarts"]) == (45, 46, 5, 1)
+    assert table.rows()[1][-1] == "1"  # the restarts column
+    table.add(_report("encoder", 200, checked=9, **{"in": 9}))
+    assert table.latest["encoder"]["checked"] == 49  # the earlier life is added once, not per report
+
+
+def test_nodes_of_one_process_are_named_as_sharing_its_cpu():
+    table = StatsTable(["camera", "encoder", "preview"])
+    for name in ("camera", "encoder"):
+        table.add(_report(name, 7))
+    table.add(_report("preview", 8))
+    assert table.shared_processes() == [["camera", "encoder"]]
+    assert "(cpu of camera, encoder: their one process's)" in table.render()
+
+
+@pytest.mark.parametrize(("policy", "code", "restarted"), [
+    ("no", 1, False), ("on-failure", -9, True), ("on-failure", 0, False), ("always", 0, True), ("always", -9, True)])
+def test_the_restart_policy_decides_who_comes_back(policy, code, restarted):
+    restarts = Restarts(policy, start=lambda name: name, on_restart=lambda name: None)
+    assert restarts.handles("encoder", code, started=0.0) is restarted
+    assert restarts.waiting("encoder") is restarted
+
+
+def test_an_unknown_restart_policy_is_refused():
+    with pytest.raises(ValueError, match="not one of"):
+        Restarts("sometimes", start=lambda name: name, on_restart=lambda name: None)
+
+
+def test_multicam_figures_count_each_process_once():
+    def node(pid: int, source: bool, cpu: float, p50: float = 0.0, p99: float = 0.0) -> dict:
+        return {"pid": pid, "source": source, "bad": 0, "cpu": {"cpu_ms_per_frame_steady": cpu},
+                "latency_ms_steady": {"p50": p50, "p99": p99, "n": 10}}
+
+    summary = {"frames_published": 60, "frames_checked": {"r0": 30, "r1": 30}, "ok": True,
+               "nodes": {"c0": node(1, True, 2.0), "r0": node(2, False, 1.0, 3.0, 9.0),
+                         "r1": node(3, False, 3.0, 5.0, 12.0)}}
+    row = multicam_row(summary, fps=30.0)
+    assert row["camera_cpu_ms_per_frame"] == 2.0 and row["reader_cpu_ms_per_frame"] == 2.0
+    assert row["cores"] == pytest.approx((2.0 + 1.0 + 3.0) * 30 / 1000) and row["processes"] == 3
+    assert (row["latency_p50_ms"], row["latency_p99_ms"], row["frames_checked"]) == (4.0, 12.0, 60)
+    composed = {**summary, "nodes": {name: {**report, "pid": 1} for name, report in summary["nodes"].items()}}
+    assert multicam_row(composed, fps=30.0)["processes"] == 1
