@@ -51,6 +51,8 @@ def test_both_modes_on_host_memory_write_well_formed_outputs(tmp_path: Path) -> 
         assert 0 < ready["p50"] <= ready["p90"] <= ready["p99"] <= ready["max"]
         if row["transport"] != "floor":
             assert {"arrival", "read", "view", "wait", "work", "release", "send"} <= set(row["stats_us"])
+        if row["verified"] >= 2:  # CPU per frame needs two measured frames at each end
+            assert row["cpu_ms_per_frame"]["producer"] > 0 and row["cpu_ms_per_frame"]["consumer"] > 0, row
         if row["mode"] == "throughput":
             assert row["verified"] == 6 and row["fps"] > 0  # acknowledged flow control: nothing may be lost
         else:
@@ -58,6 +60,7 @@ def test_both_modes_on_host_memory_write_well_formed_outputs(tmp_path: Path) -> 
 
     table = (tmp_path / "run" / "results.md").read_text()
     assert "4 blocks per pool, each reused no sooner than 0 ms after it was published" in table
+    assert table.count("CPU ms/frame producer / consumer") == 2  # the latency and throughput tables
     for heading in ("### Latency at 20 Hz", "### Where the time goes at 20 Hz", "### Throughput"):
         assert heading in table and heading in out.stdout
     for payload in PAYLOAD_BYTES:

@@ -23,6 +23,7 @@ from ros2_cuda_ipc_core import Ros2CudaIpcError, StaleDescriptorError, run_tool
 
 from .arrays import HostArrays, gpu_arrays
 from .cases import Case, Plan
+from .cpu import CpuSpan
 from .kinds import KINDS
 from .protocol import (
     ACK_TOPIC,
@@ -56,12 +57,13 @@ class ReceivedFrames:
     last_arrival: float = 0.0
     done_ns: int = 0
     samples: dict[str, list[float]] = field(default_factory=lambda: {phase: [] for phase in PHASES})
+    cpu: CpuSpan = field(default_factory=CpuSpan)  # this process's CPU over the measured frames
 
     def report(self, case: int) -> dict[str, Any]:
         samples = {phase: [round(v, 1) for v in values] for phase, values in self.samples.items() if values}
         return {"case": case, "received": self.received, "measured": self.measured, "verified": self.verified,
                 "bad": self.bad, "stale": self.stale, "errors": self.errors, "last_error": self.last_error,
-                "done_ns": self.done_ns, "samples_us": samples}
+                "done_ns": self.done_ns, "samples_us": samples, "cpu_ms_per_frame": self.cpu.ms_per_frame()}
 
 
 class Consumer:
@@ -167,6 +169,7 @@ class Consumer:
                 samples["ready"].append((times[3] - sent) / 1000)
                 samples["total"].append((times[5] - sent) / 1000)
             frames.done_ns = now_ns()
+            frames.cpu.frame_done()
         self._ack(case, seq)
 
     def _dropped(self, case: Case, seq: int, counter: str, error: str = "") -> None:

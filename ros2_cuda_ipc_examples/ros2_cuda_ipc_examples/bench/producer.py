@@ -16,6 +16,7 @@ from typing import Any
 
 from .arrays import HostArrays, gpu_arrays, to_message_data
 from .cases import Case, Plan
+from .cpu import CpuSpan
 from .kinds import KINDS
 from .payloads import Payload
 from .protocol import (
@@ -46,6 +47,7 @@ class SentFrames:
     unsent: int = 0  # throughput mode: frames not sent because the case's time was up
     first_ns: int | None = None  # stamp of the first measured frame
     send_us: list[float] = field(default_factory=list)
+    cpu: CpuSpan = field(default_factory=CpuSpan)  # this process's CPU over the measured frames
 
 
 class Producer:
@@ -173,6 +175,7 @@ class Producer:
         if seq >= case.warmup:
             sent.first_ns = stamped if sent.first_ns is None else sent.first_ns
             sent.send_us.append((now_ns() - stamped) / 1000)
+            sent.cpu.frame_done()
 
     def _header(self, case: Case, seq: int) -> tuple[Any, int]:
         from std_msgs.msg import Header

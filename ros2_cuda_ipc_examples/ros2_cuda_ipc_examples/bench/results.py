@@ -41,6 +41,7 @@ def case_result(case: Case, sent: SentFrames, report: dict[str, Any] | None) -> 
         "unsent": sent.unsent,
         **{key: report[key] for key in ("received", "measured", "verified", "bad", "stale", "errors", "last_error")},
         "dropped": case.frames - report["verified"],
+        "cpu_ms_per_frame": {"producer": sent.cpu.ms_per_frame(), "consumer": report.get("cpu_ms_per_frame")},
         "stats_us": {phase: summarise(values) for phase, values in samples.items() if values},
         "samples_us": samples,
     }
@@ -124,6 +125,13 @@ def _ready_p50(row: dict[str, Any]) -> float | None:
     return stats["p50"] if stats else None
 
 
+def _cpu(row: dict[str, Any]) -> str:
+    """Producer / consumer CPU per measured frame (ms); runs recorded before the column have none."""
+    cpu = row.get("cpu_ms_per_frame") or {}
+    cells = [f"{cpu[side]:.3f}" if cpu.get(side) is not None else NONE for side in ("producer", "consumer")]
+    return " / ".join(cells)
+
+
 def _label(row: dict[str, Any]) -> str:
     return f"| {row['payload']} | {TRANSPORT_LABELS[row['transport']]} |"
 
@@ -134,7 +142,8 @@ def latency_tables(results: list[dict[str, Any]]) -> list[str]:
     for rate in dict.fromkeys(rate for rate, _ in groups):
         lines += [f"### Latency at {rate:g} Hz: publish \u2192 consumer-ready (\u00b5s)", "",
                   "| payload | transport | verified | p50 | p90 | p99 | max | sensor_msgs p50 / this p50 "
-                  "| this p50 / floor p50 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| this p50 / floor p50 | CPU ms/frame producer / consumer |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for rows in (rows for (row_rate, _), rows in groups.items() if row_rate == rate):
             sensor, floor = _of(rows, "sensor_msgs", _ready_p50), _of(rows, "floor", _ready_p50)
             for row in rows:
@@ -144,7 +153,7 @@ def latency_tables(results: list[dict[str, Any]]) -> list[str]:
                 vs_sensor = _ratio(sensor / mine) if sensor and mine else NONE
                 vs_floor = _ratio(mine / floor) if floor and mine else NONE
                 lines.append(f"{_label(row)} {row['verified']}/{row['frames']} | " + " | ".join(cells)
-                             + f" | {vs_sensor} | {vs_floor} |")
+                             + f" | {vs_sensor} | {vs_floor} | {_cpu(row)} |")
         lines.append("")
     return lines
 
@@ -171,15 +180,16 @@ def throughput_table(results: list[dict[str, Any]], in_flight: int) -> list[str]
     if not groups:
         return []
     lines = [f"### Throughput: as fast as the pipeline goes (at most {in_flight} frames in flight)", "",
-             "| payload | transport | verified | FPS | MB/s | this / sensor_msgs | this / floor |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+             "| payload | transport | verified | FPS | MB/s | this / sensor_msgs | this / floor "
+             "| CPU ms/frame producer / consumer |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for rows in groups.values():
         sensor, floor = _of(rows, "sensor_msgs", lambda row: row["fps"]), _of(rows, "floor", lambda row: row["fps"])
         for row in rows:
             fps = row["fps"]
             moved = NONE if row["transport"] == "floor" else f"{row['mb_per_s']:,.0f}"
             lines.append(f"{_label(row)} {row['verified']}/{row['frames']} | {fps:,.1f} | {moved} | "
-                         f"{_ratio(fps / sensor) if sensor else NONE} | {f'{fps / floor:.2f}' if floor else NONE} |")
+                         f"{_ratio(fps / sensor) if sensor else NONE} | {f'{fps / floor:.2f}' if floor else NONE} | "
+                         f"{_cpu(row)} |")
     return [*lines, ""]
 
 
