@@ -95,3 +95,19 @@ def test_multicam_figures_count_each_process_once():
     assert (row["latency_p50_ms"], row["latency_p99_ms"], row["frames_checked"]) == (4.0, 12.0, 60)
     composed = {**summary, "nodes": {name: {**report, "pid": 1} for name, report in summary["nodes"].items()}}
     assert multicam_row(composed, fps=30.0)["processes"] == 1
+
+
+def test_a_trace_says_where_the_slowest_frames_spent_their_time(tmp_path):
+    from ros2_cuda_ipc_examples.nodes.frame_stats import FrameTrace, tail_breakdown
+
+    trace = FrameTrace(tmp_path / "trace" / "node.jsonl")
+    for frame in range(200):
+        trace.start(waited_ms=50.0 if frame == 7 else 1.0)  # one frame waited long for its callback
+        for _ in range(3):  # read, work, release
+            trace.mark()
+        trace.finish(latency_ms=52.0 if frame == 7 else 3.0)
+    trace.close()
+    tail = tail_breakdown(tmp_path / "trace" / "node.jsonl")
+    assert tail["frames"] == 200 and tail["tail_frames"] == 2  # the 99th percentile of 200 frames
+    assert tail["tail"]["wake_ms"] > 20 and tail["median_frame"]["wake_ms"] == 1.0
+    assert set(tail["tail"]) == {"latency_ms", "wake_ms", "read_ms", "work_ms", "release_ms", "gc_ms"}

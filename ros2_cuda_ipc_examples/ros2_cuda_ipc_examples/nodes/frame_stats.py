@@ -3,20 +3,27 @@
 A short run's tail is mostly warm-up (the first pool import, torch's first kernels, caches filling):
 :class:`LatencySamples` keeps the first ``warmup_frames`` apart, so the steady state's p99 is not
 the first second's. :class:`ProcessCpu` reads the process's own CPU counters (user + system, every
-thread) at each report: milliseconds of CPU per frame and percent of one core, over the last
-period and since warm-up ended. Nodes composed in one process share these counters.
-:func:`gc_pauses` counts the collector's pauses (``gc.callbacks``), a usual suspect for a tail frame.
+thread) at each report: milliseconds of CPU per frame and percent of one core, over the last period
+and since warm-up ended. Nodes composed in one process share these counters. :func:`gc_pauses`
+counts the collector's pauses (``gc.callbacks``), a usual suspect for a tail frame.
+:class:`FrameTrace` writes one JSON line a frame (``trace_path``): how long the frame waited for its
+callback since the camera's stamp (DDS and the executor's wake-up), the read (lease and import), the
+node's work, the release, and the collector's pauses within; :func:`tail_breakdown` says where the
+slowest frames' time went.
 """
 
 from __future__ import annotations
 
 import gc
+import json
+import math
 import time
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 
-__all__ = ["LatencySamples", "ProcessCpu", "gc_pauses", "percentiles"]
+__all__ = ["FrameTrace", "LatencySamples", "ProcessCpu", "gc_pauses", "percentiles", "tail_breakdown"]
 
 _MAX_SAMPLES = 100_000
 
@@ -112,3 +119,57 @@ def gc_pauses() -> _GcPauses:
         _PAUSES = _GcPauses()
         gc.callbacks.append(_PAUSES)
     return _PAUSES
+
+
+#: The steps of a traced frame, in order: milliseconds each.
+STEPS = ("wake_ms", "read_ms", "work_ms", "release_ms")
+
+
+class FrameTrace:
+    """One JSON line per frame into ``path``: its latency, :data:`STEPS` and ``gc_ms`` (pauses within it)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._out: IO[str] = path.open("w", buffering=1 << 16)
+        self._pauses = gc_pauses()
+        self._gc_at_start = 0.0
+        self._marks: list[float] = []
+
+    def start(self, waited_ms: float) -> None:
+        """The callback began, ``waited_ms`` after the camera's stamp."""
+        self._wake = waited_ms
+        self._gc_at_start = self._pauses.total
+        self._marks = [time.perf_counter()]
+
+    def mark(self) -> None:
+        """The end of the next step (read, work, release)."""
+        self._marks.append(time.perf_counter())
+
+    def finish(self, latency_ms: float | None) -> None:
+        steps = [(b - a) * 1e3 for a, b in zip(self._marks, self._marks[1:], strict=False)]
+        record = {"latency_ms": latency_ms, "wake_ms": round(self._wake, 3),
+                  **{name: round(value, 3) for name, value in zip(STEPS[1:], steps, strict=False)},
+                  "gc_ms": round((self._pauses.total - self._gc_at_start) * 1e3, 3)}
+        self._out.write(json.dumps(record) + "\n")
+
+    def close(self) -> None:
+        self._out.close()
+
+
+def tail_breakdown(path: Path, tail: float = 0.99) -> dict[str, Any]:
+    """Of the slowest frames of a trace (the ``1 - tail`` share): how many, and the median of each
+    step (and of the GC pauses), beside the median frame's: where a slow frame's extra time went."""
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = [r for r in records if r.get("latency_ms") is not None]
+    if not records:
+        return {"frames": 0}
+    ranked = sorted(records, key=lambda r: r["latency_ms"], reverse=True)
+    slow = ranked[: max(1, math.ceil(round(len(ranked) * (1 - tail), 6)))]  # the slowest 1% (ties cannot swell it)
+    cut = slow[-1]["latency_ms"]
+
+    def medians(rows: list[dict[str, Any]]) -> dict[str, float]:
+        return {key: round(float(np.median([r.get(key, 0.0) for r in rows])), 3)
+                for key in ("latency_ms", *STEPS, "gc_ms")}
+
+    return {"frames": len(records), "tail_frames": len(slow), "tail_from_ms": round(cut, 3),
+            "tail": medians(slow), "median_frame": medians(records)}

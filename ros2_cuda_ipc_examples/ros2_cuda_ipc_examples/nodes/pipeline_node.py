@@ -1,11 +1,12 @@
 """``PipelineNode``: an example node that counts its frames and reports them once a period.
 
-Every example node publishes a JSON report on ``pipeline_stats`` (``std_msgs/String``): totals
-since it started (frames in and out, checks, stale drops, lost frames), the latency from the
-camera's stamp over the last period, over the first ``warmup_frames`` (default 30) and over the
-steady state after them, its process's CPU per frame and share of a core, and the collector's
-pauses. The pipeline runner's live table and summary are made from these reports, the same way
-whether the nodes share a process or not (composed, they share one process's CPU counters).
+Every example node publishes a JSON report on ``pipeline_stats`` (``std_msgs/String``): totals since
+it started (frames in and out, checks, stale drops, lost frames), the latency from the camera's
+stamp over the last period, over the first ``warmup_frames`` (default 30) and over the steady state
+after them, its process's CPU per frame and share of a core, and the collector's pauses.
+``trace_path`` (a file) traces every frame read: see :class:`~.frame_stats.FrameTrace`. The pipeline
+runner's live table and summary are made from these reports, the same way whether the nodes share a
+process or not (composed, they share one process's CPU counters).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from rcl_interfaces.msg import ParameterDescriptor
@@ -29,7 +31,7 @@ from ros2_cuda_ipc_core import (
 )
 
 from .arrays import ArrayBackend, MemoryChoiceError, backend_for, choose_memory
-from .frame_stats import LatencySamples, ProcessCpu, gc_pauses
+from .frame_stats import FrameTrace, LatencySamples, ProcessCpu, gc_pauses
 
 __all__ = ["STATS_TOPIC", "ParameterError", "PipelineNode"]
 
@@ -54,6 +56,9 @@ class PipelineNode(Node):
         self._latencies = LatencySamples(warmup_frames)
         self._cpu = ProcessCpu()
         self._gc = gc_pauses()
+        self._last_latency: float | None = None
+        trace_path = self.parameter("trace_path", "")
+        self._trace = FrameTrace(Path(trace_path)) if trace_path else None
         self._last_seq: int | None = None
         self._backends: dict[str, ArrayBackend] = {}
         self._subscriptions_read: list[Any] = []
@@ -164,9 +169,20 @@ class PipelineNode(Node):
         if arrays is None:
             self.counts["bad"] += 1
             return
+        trace = self._trace
+        if trace is not None:
+            trace.start(self._since(msg.header.stamp))
+            self._last_latency = None
         try:
             with arrays.activate(), reader.read(msg, arrays.stream) as view:
+                if trace is not None:
+                    trace.mark()
                 work(view, arrays)
+                if trace is not None:
+                    trace.mark()
+            if trace is not None:
+                trace.mark()
+                trace.finish(self._last_latency)
         except StaleDescriptorError:
             self.counts["stale"] += 1
         except PoolUnavailableError as exc:
@@ -184,12 +200,14 @@ class PipelineNode(Node):
 
     def latency_from(self, stamp: Any) -> float:
         """Milliseconds from the camera's ``stamp`` to now, recorded for the report."""
-        now = self.get_clock().now().nanoseconds
-        latency = (now - (stamp.sec * 1_000_000_000 + stamp.nanosec)) / 1e6
+        latency = self._last_latency = self._since(stamp)
         self._latencies.add(latency)
         if self._latencies.warmed_up:
             self.warmup_over()
         return latency
+
+    def _since(self, stamp: Any) -> float:
+        return (self.get_clock().now().nanoseconds - (stamp.sec * 1_000_000_000 + stamp.nanosec)) / 1e6
 
     @property
     def warmup_frames(self) -> int:
@@ -207,6 +225,13 @@ class PipelineNode(Node):
     def extra_stats(self) -> dict[str, Any]:
         """What a node adds to its report (reader or pool counters)."""
         return {}
+
+    def destroy_node(self) -> None:
+        trace = getattr(self, "_trace", None)  # unset when the parameters were refused
+        if trace is not None:
+            trace.close()
+            self._trace = None
+        super().destroy_node()
 
     def report(self) -> None:
         read = self.subscription_stats()

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,6 +32,7 @@ from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, check_reuse_delay, run_tool
 from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL, ComponentSpec
 
 from ..nodes.arrays import MemoryChoiceError, choose_memory
+from ..nodes.frame_stats import tail_breakdown
 from ..nodes.pipeline_node import STATS_TOPIC
 from .definitions import DEFAULT_SIZES, MIN_SIZES, PIPELINES, Pipeline, PipelineOptions
 from .live_table import StatsTable
@@ -39,8 +40,8 @@ from .restarts import RESTART_POLICIES, Restarts
 from .stacks import native_stacks
 
 __all__ = ["RECORDED_TOPICS", "PipelineFailed", "Watcher", "add_record_argument", "add_run_arguments", "main",
-           "options_from", "positive_number", "print_outcome", "record_command", "reuse_delay_seconds", "run_pipeline",
-           "write_summary"]
+           "options_from", "positive_number", "print_outcome", "print_tail_frames", "record_command", "reuse_delay_seconds",
+           "run_pipeline", "tail_frames", "traced", "write_summary"]
 
 SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080), "4k": (3840, 2160)}
 STARTUP_TIMEOUT = 60.0  # seconds for every node to report once, and then for the source's first frame
@@ -320,6 +321,33 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
     return _summary(pipeline, options, table, compose, time.monotonic() - started, interrupted, codes)
 
 
+def traced(pipeline: Pipeline, out_dir: Path) -> Pipeline:
+    """``pipeline`` with every node tracing each frame it reads into ``out_dir/trace/<node>.jsonl``."""
+    return replace(pipeline, components=[
+        replace(spec, parameters={**spec.parameters, "trace_path": str(_trace_path(out_dir, spec.name or ""))})
+        for spec in pipeline.components])
+
+
+def _trace_path(out_dir: Path, name: str) -> Path:
+    return out_dir.resolve() / "trace" / f"{name}.jsonl"
+
+
+def tail_frames(pipeline: Pipeline, out_dir: Path) -> dict[str, Any]:
+    """Per traced node: where its slowest 1% of frames spent their time, beside its median frame."""
+    paths = {name: _trace_path(out_dir, name) for name in pipeline.node_names}
+    return {name: tail_breakdown(path) for name, path in paths.items() if path.exists() and path.stat().st_size}
+
+
+def print_tail_frames(tails: dict[str, Any], stream: IO[str] = sys.stdout) -> None:
+    for name, tail in tails.items():
+        if not tail.get("tail_frames"):
+            continue
+        slow, typical = tail["tail"], tail["median_frame"]
+        steps = ", ".join(f"{key[:-3]} {slow[key]:.1f} (median {typical[key]:.1f})"
+                          for key in ("wake_ms", "read_ms", "work_ms", "release_ms", "gc_ms"))
+        stream.write(f"trace: {name:<10} {tail['tail_frames']} frames >= {tail['tail_from_ms']:.1f} ms: {steps} ms\n")
+
+
 def _init_keeping_ctrl_c(rclpy: Any) -> None:
     """rclpy without its signal handlers where it allows (Humble's first releases did not): Ctrl-C is then a
     KeyboardInterrupt that leaves the context up, so the nodes' last reports can still be read."""
@@ -476,11 +504,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="on-failure: start a node whose process dies again, after a back-off of 0.5 s doubling "
                              "to 8 s; always: one that ends with exit code 0 unasked too; the table counts restarts "
                              "(default: %(default)s)")
+    parser.add_argument("--trace", action="store_true",
+                        help="every node writes a line per frame to OUT/trace/NODE.jsonl (callback wake-up, read, "
+                             "work, release, GC pauses); the end says where the slowest 1%% of frames spent it")
     args = parser.parse_args(argv)
     if args.record is not None and args.record.exists():
         parser.error(f"--record {args.record}: exists already; bag_record writes a new bag")
     options, why = options_from(parser, args, args.pipeline)
     pipeline = PIPELINES[args.pipeline](options)
+    if args.trace:
+        pipeline = traced(pipeline, options.out_dir)
     mode = "composed in one container" if args.compose else "separate processes"
     print(f"{pipeline.name}: {options.width}x{options.height} at {options.fps:g} fps, {mode}, "
           f"{options.memory} memory ({why})", flush=True)
@@ -491,8 +524,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PipelineFailed as exc:
         print(f"{pipeline.name}: FAILED: {exc}", file=sys.stderr)
         return 1
+    if args.trace:
+        summary["tail_frames"] = tail_frames(pipeline, options.out_dir)
     path = write_summary(summary, options.out_dir)
     print_outcome(summary)
+    print_tail_frames(summary.get("tail_frames", {}))
     print(f"{pipeline.name}: summary {path}; preview {summary['preview_png'] or '(none written)'}")
     if args.record is not None:
         print(f"{pipeline.name}: recorded into {args.record} (bag_record's table: {options.out_dir / 'logs'}/"
