@@ -204,6 +204,8 @@ def test_a_node_that_does_not_stop_says_where_it_is_before_it_is_killed(tmp_path
     message = str(failure.value)
     assert "camera" in message and "was still running 15 s after SIGINT and was killed" in message, message
     assert "most recent call first" in message and "run_nodes" in message, message  # its stacks, from its log
+    stacks = Path(message.rsplit("its threads below Python: ", 1)[1].strip())
+    assert "threads of pid" in stacks.read_text()  # and where each thread waited below Python
     assert _children_in("/not_stopping") == []
 
 

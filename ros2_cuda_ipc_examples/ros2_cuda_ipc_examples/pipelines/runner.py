@@ -141,6 +141,7 @@ class _Child:
     log: Path
     started: float
     killed: bool = False  # still running STOP_TIMEOUT s after SIGINT
+    stacks: Path | None = None  # then: where its threads waited below Python
 
     def tail(self, lines: int = 15) -> str:
         try:
@@ -216,10 +217,10 @@ def _ask_for_stacks(child: _Child, timeout: float = 3.0) -> None:
 
 
 def _append_native_stacks(child: _Child) -> None:
-    """Below the Python stacks, where each thread waits in C (the DDS library's threads have no Python frame)."""
-    stacks = native_stacks(child.process.pid)
-    with child.log.open("a") as log:
-        log.write(stacks + "\n")
+    """Beside the Python stacks, where each thread waits in C (the DDS library's threads have no Python frame):
+    in ``<node>.stacks.txt`` next to its log, long as gdb's backtraces are."""
+    child.stacks = child.log.with_suffix(".stacks.txt")
+    child.stacks.write_text(native_stacks(child.process.pid) + "\n")
 
 
 class _Screen:
@@ -316,7 +317,7 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
         if child.killed:
             raise PipelineFailed(f"{name} (pid {child.process.pid}) was still running {STOP_TIMEOUT:.0f} s after SIGINT "
                                  f"and was killed{also}; where its threads were, and its log ({child.log}), end:\n"
-                                 f"{child.tail(300)}")
+                                 f"{child.tail(80)}\nits threads below Python: {child.stacks}")
         raise PipelineFailed(f"{name} exited with code {failed[name]} when asked to stop{also}:\n{child.tail()}")
     return _summary(pipeline, options, table, compose, time.monotonic() - started, interrupted, codes)
 
