@@ -168,3 +168,54 @@ def test_services_where_composition_interfaces_exists(container):
     assert call(unload, composition.UnloadNode.Request(unique_id=1)).success
     gone = call(unload, composition.UnloadNode.Request(unique_id=1))
     assert not gone.success and "no component with unique id 1" in gone.error_message
+
+
+def test_a_component_that_raises_is_restarted_and_the_others_carry_on(node, monkeypatch):
+    from ros2_cuda_ipc_examples.nodes.camera import SyntheticCamera
+    from ros2_cuda_ipc_tools.components.restarting import RestartingExecutor
+
+    emit, raised = SyntheticCamera.emit, []
+
+    def emit_failing_once(self):  # the first camera's first frame raises, as a bug in a component would
+        if not raised:
+            raised.append(self)
+            raise RuntimeError("a bug in the component")
+        return emit(self)
+
+    monkeypatch.setattr(SyntheticCamera, "emit", emit_failing_once)
+    executor = RestartingExecutor()
+    container = ComponentContainer(executor, namespace="/restarting")
+    executor.add_node(container)
+    try:
+        first = container.load(CAMERA, name="camera", namespace="/restarting",
+                               parameters={**SMALL_HOST_CAMERA, "start_delay": 0.0})
+        other = container.load(CAMERA, name="other", namespace="/restarting",
+                               parameters={**SMALL_HOST_CAMERA, "start_delay": 0.0})
+        assert spin_until(executor, lambda: container.restarts.get("/restarting/camera") == 1)
+        assert raised == [first.node]
+        cameras = {c.full_name: c for c in container.components}
+        assert set(cameras) == {"/restarting/camera", "/restarting/other"}
+        again = cameras["/restarting/camera"]
+        assert again.unique_id not in (first.unique_id, other.unique_id) and again.node is not first.node
+        assert spin_until(executor, lambda: again.node.seq > 3)  # the new one sends frames
+        assert other.node.seq > 3 and cameras["/restarting/other"] is other  # the other was never touched
+    finally:
+        container.destroy_node()
+        executor.shutdown()
+
+
+def test_a_callback_error_outside_any_component_still_ends_the_spin(node):
+    from ros2_cuda_ipc_tools.components.restarting import RestartingExecutor
+
+    executor = RestartingExecutor()
+    container = ComponentContainer(executor, namespace="/restarting_not")
+    executor.add_node(container)
+    executor.add_node(node)
+    timer = node.create_timer(0.01, lambda: 1 / 0)
+    try:
+        with pytest.raises(ZeroDivisionError):
+            spin_until(executor, lambda: False, timeout=10.0)
+    finally:
+        node.destroy_timer(timer)
+        container.destroy_node()
+        executor.shutdown()

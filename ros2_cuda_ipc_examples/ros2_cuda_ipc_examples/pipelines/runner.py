@@ -162,8 +162,8 @@ def _process_command(spec: ComponentSpec) -> list[str]:
     return [sys.executable, "-m", "ros2_cuda_ipc_tools.components.run_component", spec.plugin, *args]
 
 
-def _container_command(pipeline: Pipeline, executor: str, namespace: str) -> list[str]:
-    args = []
+def _container_command(pipeline: Pipeline, executor: str, namespace: str, restart_components: bool = False) -> list[str]:
+    args = ["--restart-components"] if restart_components and executor == "single" else []
     for spec in pipeline.components:
         args += ["--load", spec.plugin, "--name", spec.name or "", "--namespace", spec.namespace or namespace]
         args += [arg for key, value in spec.parameters.items() for arg in ("--param", f"{key}:={_param(value)}")]
@@ -264,7 +264,8 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
     ``record``: a bag that ``bag_record`` writes the source's frames into meanwhile.
 
     Raises PipelineFailed as soon as a node's process ends early (unless ``restart="on-failure"`` starts it
-    again: see :mod:`.restarts`) or a node never reports. ``watcher(table, pids)`` is called about ten times
+    again: see :mod:`.restarts`; composed, the container also restarts a component that raises) or a node
+    never reports. ``watcher(table, pids)`` is called about ten times
     a second with the reports so far and each node's process id (the soak kills and samples through it);
     what it raises ends the run, after the nodes are stopped.
     """
@@ -276,7 +277,8 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
     log_dir.mkdir(parents=True, exist_ok=True)
     table = StatsTable(pipeline.node_names)
     if compose:
-        commands = {f"{pipeline.name}_container": _container_command(pipeline, executor, options.namespace)}
+        commands = {f"{pipeline.name}_container": _container_command(pipeline, executor, options.namespace,
+                                                                     restart != "no")}
     else:
         commands = {spec.name or spec.plugin: _process_command(spec) for spec in pipeline.components}
     if record is not None:

@@ -11,7 +11,9 @@ onto one executor. Where ``composition_interfaces`` is importable it also serves
 ``~/_container/load_node``, ``~/_container/unload_node`` and ``~/_container/list_nodes`` with
 rclcpp's request and response fields, so ``ros2 component`` and launch's composable-node
 actions work with it. Nodes in one container read each other's frames through the
-same-process path without being told.
+same-process path without being told. With ``--restart-components`` a component whose callback
+raises is logged, unloaded and loaded again from its spec after a back-off (0.5 s doubling to 8 s
+while it keeps failing within 10 s), and the others carry on.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
+import time
+import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +36,7 @@ from ros2_cuda_ipc_core import run_nodes
 
 from .parent_watch import follow_runner
 from .registry import COMPONENT_GROUP, UnknownComponentError, available_components, component_class
+from .restarting import RestartingExecutor
 from .run_component import CONFIGURATION_ERRORS
 
 __all__ = ["ComponentContainer", "ComponentLoadError", "ComponentSpec", "LoadedComponent", "main", "read_pipeline_file"]
@@ -75,6 +80,8 @@ class LoadedComponent:
     unique_id: int
     plugin: str
     node: Node
+    spec: ComponentSpec | None = None  # what it was loaded from (a restart loads it again)
+    loaded_at: float = field(default_factory=time.monotonic)
 
     @property
     def full_name(self) -> str:
@@ -85,6 +92,8 @@ class ComponentContainer(Node):
     """A node that loads component nodes into its process and spins them on ``executor``.
 
     ``destroy_node()`` destroys every component first. Unique ids count from 1, as rclcpp's do.
+    On a :class:`~.restarting.RestartingExecutor` a component whose callback raises is loaded again
+    (a new unique id) after a back-off; :attr:`restarts` counts them by node name.
     """
 
     def __init__(self, executor: Executor, **kwargs: Any) -> None:
@@ -92,6 +101,10 @@ class ComponentContainer(Node):
         self._executor = executor
         self._components: dict[int, LoadedComponent] = {}
         self._ids = itertools.count(1)
+        self.restarts: dict[str, int] = {}
+        self._delays: dict[str, float] = {}
+        if isinstance(executor, RestartingExecutor):
+            executor.on_error = self._restart
         self.container_services = _serve_composition_interfaces(self)
 
     @property
@@ -111,7 +124,7 @@ class ComponentContainer(Node):
             node = node_class(context=self.context, **spec.node_arguments())
         except Exception as exc:
             raise ComponentLoadError(f"{spec.plugin} could not be loaded: {exc}") from exc
-        loaded = LoadedComponent(next(self._ids), spec.plugin, node)
+        loaded = LoadedComponent(next(self._ids), spec.plugin, node, spec)
         self._components[loaded.unique_id] = loaded
         self._executor.add_node(node)
         self.get_logger().info(f"loaded {spec.plugin} as {loaded.full_name} (id {loaded.unique_id})")
@@ -133,6 +146,34 @@ class ComponentContainer(Node):
         for unique_id in reversed(list(self._components)):
             self.unload(unique_id)
         super().destroy_node()
+
+    def _restart(self, node: Node, error: Exception) -> bool:
+        """A callback of ``node`` raised: if it is a component, unload it and load it again after a back-off."""
+        loaded = next((c for c in self._components.values() if c.node is node), None)
+        if loaded is None or loaded.spec is None:
+            return False
+        name, spec = loaded.full_name, loaded.spec
+        self.get_logger().error(f"{name} raised in a callback; restarting it:\n"
+                                + "".join(traceback.format_exception(error)).rstrip())
+        self.unload(loaded.unique_id)
+        self._schedule(name, spec, settled=time.monotonic() - loaded.loaded_at > 10.0)
+        return True
+
+    def _schedule(self, name: str, spec: ComponentSpec, settled: bool) -> None:
+        """Load ``spec`` again after the back-off: 0.5 s, doubling to 8 s while it keeps failing."""
+        delay = self._delays[name] = 0.5 if settled else min(8.0, self._delays.get(name, 0.25) * 2)
+        timers: list[Any] = []
+
+        def fire() -> None:
+            self.destroy_timer(timers[0])
+            self.restarts[name] = self.restarts.get(name, 0) + 1
+            try:
+                self.load(spec)
+            except ComponentLoadError as exc:  # it cannot start now: try again later
+                self.get_logger().error(f"restarting {name} failed: {exc}")
+                self._schedule(name, spec, settled=False)
+
+        timers.append(self.create_timer(delay, fire))
 
 
 def _serve_composition_interfaces(container: ComponentContainer) -> list[Any]:
@@ -264,6 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--file", type=Path, help="YAML pipeline file of components to load (see read_pipeline_file)")
     parser.add_argument("--executor", choices=["single", "multi"], default=None,
                         help="single- or multi-threaded executor (default: the file's, else single)")
+    parser.add_argument("--restart-components", action="store_true",
+                        help="a component whose callback raises is unloaded and loaded again after a back-off "
+                             "(single executor only)")
     parser.add_argument("--list", action="store_true", help="print the components that can be loaded, then exit")
     return parser
 
@@ -292,10 +336,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         if spec.plugin not in available:
             parser.error(str(UnknownComponentError(f"no component named {spec.plugin!r}; available: "
                                                    f"{', '.join(sorted(available))}")))
+    if args.restart_components and executor_kind == "multi":
+        parser.error("--restart-components needs the single executor")
     executors: list[Executor] = []
 
     def make_executor() -> Executor:  # after rclpy.init: an executor needs an initialized context
-        executors.append(MultiThreadedExecutor() if executor_kind == "multi" else SingleThreadedExecutor())
+        single = RestartingExecutor if args.restart_components else SingleThreadedExecutor
+        executors.append(MultiThreadedExecutor() if executor_kind == "multi" else single())
         return executors[0]
 
     def make_nodes() -> list[Node]:
