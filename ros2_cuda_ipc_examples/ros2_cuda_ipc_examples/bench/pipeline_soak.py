@@ -97,11 +97,18 @@ class PipelineSoak:
                 self._next_kill = now + self.rng.uniform(*self.kill_every)
                 self._ends = now + self.seconds
             elif now >= self._ends:
-                self.over = True
-                raise _SoakOver
+                if self._settled(now):
+                    self.over = True
+                    raise _SoakOver
             elif now >= self._next_kill:
                 self._next_kill = now + self.rng.uniform(*self.kill_every)
                 self._kill(pids)
+
+    def _settled(self, now: float) -> bool:
+        """Whether the runner's final SIGINT may come: no node still stopping from our SIGINT, none younger than
+        start-up (a process that has not yet installed Python's handler dies of a SIGINT, exit code -2, and a
+        stopping one whose interpreter has finished has SIGINT back at its default too)."""
+        return not self._stopping and all(now - lives[-1].started >= STARTUP_GRACE for lives in self.lives.values())
 
     def _kill(self, pids: dict[str, int]) -> None:
         name = self.rng.choice(sorted(pids))
