@@ -36,7 +36,7 @@ from ..pipelines.runner import STOP_TIMEOUT, PipelineFailed, parse_size, run_pip
 from ..pipelines.stacks import native_stacks
 from .soak import process_usage
 
-__all__ = ["PipelineSoak", "SoakFailed", "add_pipeline_arguments", "run_pipeline_soak"]
+__all__ = ["PipelineSoak", "SoakFailed", "main", "parse_args", "run_pipeline_soak"]
 
 KILL_EVERY = (3.0, 7.0)  # s between kills, uniformly at random
 SAMPLE_EVERY = 1.0  # s between samples of every process
@@ -212,15 +212,32 @@ def gpu_memory_by_pid() -> dict[int, float]:
     return usage
 
 
-def add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--pipeline", choices=sorted(PIPELINES), default=None,
-                        help="soak a whole example pipeline instead: kill a random node every few seconds, the "
-                             "runner restarts it")
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="soak --pipeline", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pipeline", choices=sorted(PIPELINES), required=True, help="which example pipeline")
+    parser.add_argument("--minutes", type=float, default=10.0, help="how long to run (fractions allowed)")
+    parser.add_argument("--memory", choices=["auto", "host", "cuda"], default="auto")
     parser.add_argument("--size", type=parse_size, default=(160, 120), metavar="SIZE",
-                        help="with --pipeline: frame size (a lidar: columns x rings) (default: 160x120)")
-    parser.add_argument("--fps", type=float, default=8.0, help="with --pipeline: frames per second (default: 8)")
+                        help="frame size (a lidar: columns x rings) (default: 160x120)")
+    parser.add_argument("--fps", type=float, default=8.0, help="frames per second (default: 8)")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the kill schedule")
     parser.add_argument("--out", type=Path, default=Path("soak-output"),
-                        help="with --pipeline: where the summary and node logs go (default: %(default)s)")
+                        help="where the summary and node logs go (default: %(default)s)")
+    args = parser.parse_args(argv)
+    if args.minutes <= 0:
+        parser.error(f"--minutes must be > 0, got {args.minutes:g}")
+    if not 0 < args.fps <= 1000:
+        parser.error(f"--fps must be in (0, 1000], got {args.fps:g}")
+    return args
+
+
+def main(argv: list[str]) -> int:
+    """``soak --pipeline ...``: Ctrl-C and SIGTERM end it with status 0."""
+    from ros2_cuda_ipc_core import run_tool
+
+    args = parse_args(argv)
+    return run_tool(lambda: run_pipeline_soak(args))
 
 
 def run_pipeline_soak(args: argparse.Namespace) -> int:

@@ -555,12 +555,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help=argparse.SUPPRESS)
     parser.add_argument("--slot", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--topic", default="", help=argparse.SUPPRESS)
-    from .pipeline_soak import add_pipeline_arguments
-
-    add_pipeline_arguments(parser)
     args = parser.parse_args(argv)
-    if args.pipeline is not None and not 0 < args.fps <= 1000:
-        parser.error(f"--fps must be in (0, 1000], got {args.fps:g}")
     if args.minutes <= 0:
         parser.error(f"--minutes must be > 0, got {args.minutes:g}")
     if args.readers < 1:
@@ -581,11 +576,12 @@ ROLES: dict[str, Callable[[argparse.Namespace], int]] = {
 def main(argv: list[str] | None = None) -> int:
     from ros2_cuda_ipc_core import run_tool
 
-    args = parse_args(argv)
-    if args.pipeline is not None:
-        from .pipeline_soak import run_pipeline_soak
+    given = sys.argv[1:] if argv is None else argv
+    if any(arg == "--pipeline" or arg.startswith("--pipeline=") for arg in given):
+        from .pipeline_soak import main as pipeline_main  # its own arguments; the readers here never import it
 
-        return run_tool(lambda: run_pipeline_soak(args))
+        return pipeline_main(given)
+    args = parse_args(argv)
     return run_tool(lambda: ROLES[args.role](args))
 
 
