@@ -137,12 +137,22 @@ class PipelineNode(Node):
         def on_view(view: Any) -> None:
             self.counts["in"] += 1
             arrays = self.backend(view.memory)
+            trace = self._trace
+            if trace is not None:  # the subscription has read the frame already: its read is in the wait
+                trace.start(self._since(view.header.stamp))
+                trace.mark()
+                self._last_latency = None
             with view:
                 if arrays is None:
                     self.counts["bad"] += 1
                     return
                 with arrays.activate():
                     work(view, arrays)
+                if trace is not None:
+                    trace.mark()
+            if trace is not None:
+                trace.mark()
+                trace.finish(self._last_latency)
 
         subscription = subscription_type(self, topic, on_view, qos, memory=memory,
                                          stream=gpu.stream if gpu is not None else None, **options)
