@@ -43,27 +43,41 @@ while IFS= read -r f; do
 done < <(ls tools/test/test_*.py ros2_cuda_ipc_*/test/test_*.py 2>/dev/null | sort)
 
 if [[ -n "$only" ]]; then read -r -a files <<< "$only"; fi
+# Tests that measure the whole device (its free memory) run alone after the others: beside running siblings
+# the device's free memory moves by their allocations, not by the test's.
+exclusive=(ros2_cuda_ipc_core/test/test_cuda.py::test_50_closed_cuda_pools_give_back_gpu_memory_and_fds)
+deselect=(); for id in "${exclusive[@]}"; do deselect+=(--deselect "$id"); done
 rm -rf "$logs"; mkdir -p "$logs"
 started=$(date +%s)
 echo "gpu-suite: ${#files[@]} jobs (test files, and the slow files' tests one by one), $jobs at a time, ${per_file} s each at most; logs in $logs/"
 # ROS domains 60 and up, one per running job: a job takes the first free slot (mkdir is atomic) and frees it
 # at its end, so the domains stay below 101 (higher ones reach into Linux's ephemeral ports) however many jobs.
 (( jobs <= 40 )) || { echo "gpu-suite.sh: at most 40 jobs at once (ROS domains 60-100)" >&2; exit 2; }
-running=0
-for f in "${files[@]}"; do
+# Each job's temporary directory is short (/tmp/gs-<pid>/<n>): tests bind Unix sockets under it, and a socket
+# path is at most 107 bytes.
+temp_root=/tmp/gs-$$
+rm -rf "$temp_root"; mkdir -p "$temp_root"
+run_job() {  # run_job INDEX TEST [PYTEST_ARGS...]: one pytest on a free ROS domain
+    local index=$1 f=$2 name slot=0; shift 2
     name=$(echo "$f" | tr '/:[] ' '_____' | sed 's/\.py//')
-    (
-        slot=0
-        until mkdir "$logs/slot_$slot" 2>/dev/null; do slot=$(( (slot + 1) % 41 )); done
-        ROS_DOMAIN_ID=$(( 60 + slot )) timeout -k 10 "$per_file" python -m pytest -q -rfEs -p no:cacheprovider \
-            --basetemp="$logs/tmp_$name" "$f" "$@" > "$logs/$name.log" 2>&1
-        echo $? > "$logs/$name.rc"
-        rmdir "$logs/slot_$slot"
-    ) &
+    until mkdir "$logs/slot_$slot" 2>/dev/null; do slot=$(( (slot + 1) % 41 )); done
+    ROS_DOMAIN_ID=$(( 60 + slot )) timeout -k 10 "$per_file" python -m pytest -q -rfEs -p no:cacheprovider \
+        --basetemp="$temp_root/$index" "$f" "$@" > "$logs/$name.log" 2>&1
+    echo $? > "$logs/$name.rc"
+    rmdir "$logs/slot_$slot"
+}
+running=0
+index=0
+for f in "${files[@]}"; do
+    index=$(( index + 1 ))
+    run_job "$index" "$f" "${deselect[@]}" "$@" &
     running=$(( running + 1 ))
     if (( running >= jobs )); then wait -n; running=$(( running - 1 )); fi
 done
 wait
+if [[ -z "$only" ]]; then
+    for id in "${exclusive[@]}"; do index=$(( index + 1 )); run_job "$index" "$id" "$@"; files+=("$id"); done
+fi
 
 failed=0
 for f in "${files[@]}"; do

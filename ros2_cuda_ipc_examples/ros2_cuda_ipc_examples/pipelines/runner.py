@@ -17,6 +17,7 @@ end within 15 s of the stop is asked where its threads are (SIGUSR1), killed, an
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import signal
@@ -256,6 +257,13 @@ def record_command(pipeline: Pipeline, namespace: str, bag: Path) -> list[str]:
     return [sys.executable, "-m", "ros2_cuda_ipc_tools.bag.record", "-o", str(bag), *topics, "--quiet"]
 
 
+def _waiting_for_recorder(pipeline: Pipeline) -> Pipeline:
+    """``pipeline`` with its source waiting for one more subscriber: the recorder, the slowest to start."""
+    source, *others = pipeline.components
+    parameters = {**source.parameters, "wait_for_subscribers": int(source.parameters.get("wait_for_subscribers", 0)) + 1}
+    return dataclasses.replace(pipeline, components=[dataclasses.replace(source, parameters=parameters), *others])
+
+
 def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool = False, executor: str = "single",
                  stream: IO[str] | None = sys.stdout, title: str = "", record: Path | None = None,
                  restart: str = "no", watcher: Watcher | None = None) -> dict[str, Any]:
@@ -275,6 +283,8 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
 
     log_dir = options.out_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
+    if record is not None:
+        pipeline = _waiting_for_recorder(pipeline)
     table = StatsTable(pipeline.node_names)
     if compose:
         commands = {f"{pipeline.name}_container": _container_command(pipeline, executor, options.namespace,
