@@ -46,7 +46,7 @@ def test_4k_rgba8_at_30_hz_records_without_drops(tmp_path, storage) -> None:
           f"failed {counts['failed']}; bag {size / 1e9:.2f} GB at {size / 1e6 / published['seconds']:.0f} MB/s; "
           f"recorder CPU {cpu:.1f} s = {1000 * cpu / max(counts['written'], 1):.1f} ms a frame; disk free "
           f"{free / 1e9:.0f} GB\n{out}")
-    assert counts["dropped"] == 0 and counts["failed"] == 0
+    assert counts["dropped"] == 0 and counts["failed"] == 0, err[-3000:]
     assert counts["written"] == published["images"]
     with Reader(bag) as reader:
         for n, (connection, _, raw) in enumerate(reader.messages()):
@@ -77,7 +77,9 @@ def test_1080p_bag_replays_into_cuda_pools_read_by_torch(tmp_path) -> None:
         player = tool("play", str(bag), "--memory", "cuda", "--wait-for-subscribers", "30", "--block-count", "16")
         out, err = player.communicate(timeout=300)
         seconds = time.monotonic() - started
-        seen = json.loads(checker.communicate(timeout=300)[0].strip().splitlines()[-1])
+        checked = checker.communicate(timeout=300)[0]
+        assert checked.strip(), f"the checker printed nothing (its stderr is in the captured output); player: {err[-3000:]}"
+        seen = json.loads(checked.strip().splitlines()[-1])
     finally:
         checker.kill()
     assert player.returncode == 0, err
@@ -111,7 +113,7 @@ def test_compressed_cuda_frames_are_encoded_on_the_gpu(tmp_path) -> None:
     counts = counts_of(out)[IMAGE_TOPIC]
     print(f"\n1080p rgba8 as JPEG from CUDA frames: published {published['images']}, written {counts['written']}, "
           f"dropped {counts['dropped']}, failed {counts['failed']}\n{out}")
-    assert counts["written"] == published["images"] and counts["failed"] == 0
+    assert counts["written"] == published["images"] and counts["failed"] == 0, err[-3000:]
     with Reader(bag) as reader:
         for connection, _, raw in reader.messages():
             m = TYPES.deserialize_cdr(raw, connection.msgtype)
