@@ -23,11 +23,13 @@ from .errors import (
 )
 from .jpeg import ChannelOrder, JpegUnavailableError, encode_jpeg, jpeg_backend
 from .message_bytes import message_bytes
+from .node_cli import STARTUP_ERRORS, node_help, plain_text, run_node, tool_parser
+from .parameters import NodeParameter, ParameterError, ParameterValue, declare, parameter_table
 from .pool import DEFAULT_REUSE_DELAY, BlockManager, MemoryKind, check_reuse_delay
 from .publish_block import PublishBlock
 from .read_handle import ReadHandle
 from .reader import Reader
-from .shutdown import run_nodes, run_tool
+from .shutdown import run_nodes, run_tool, stop_reason
 from .streams import StreamLike
 from .transfer import copy_rows, copy_strided
 from .typed import (
@@ -59,6 +61,7 @@ __all__ = [
     "CROSS_DEVICE_MODES",
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_REUSE_DELAY",
+    "STARTUP_ERRORS",
     "ArrayProtocols",
     "ArrayView",
     "BackgroundDownload",
@@ -77,6 +80,9 @@ __all__ = [
     "InvalidDescriptorError",
     "JpegUnavailableError",
     "MemoryKind",
+    "NodeParameter",
+    "ParameterError",
+    "ParameterValue",
     "PoolUnavailableError",
     "PublishBlock",
     "ReadHandle",
@@ -101,11 +107,18 @@ __all__ = [
     "copy_rows",
     "copy_strided",
     "cuda_device_count",
+    "declare",
     "encode_jpeg",
     "jpeg_backend",
     "message_bytes",
+    "node_help",
+    "parameter_table",
+    "plain_text",
+    "run_node",
     "run_nodes",
     "run_tool",
+    "stop_reason",
     "strided_source",
+    "tool_parser",
     "twin_topic",
 ]

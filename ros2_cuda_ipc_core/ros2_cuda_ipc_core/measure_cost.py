@@ -17,7 +17,6 @@ Not a test.
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
 import statistics
 import time
@@ -25,6 +24,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+from .node_cli import tool_parser
 from .pool import BlockManager, MemoryKind
 from .reader import Reader
 
@@ -153,7 +153,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = tool_parser(__name__, __doc__)
     parser.add_argument("--memory", choices=["host", "cuda"], default="host")
     parser.add_argument("--count", type=int, default=None,
                         help="calls (tight loop, default 20000) or frames (--rate, default 600)")

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from rclpy.executors import Executor
     from rclpy.node import Node
 
-__all__ = ["run_nodes", "run_tool", "stop_signals_interrupt"]
+__all__ = ["run_nodes", "run_tool", "stop_reason", "stop_signals_interrupt"]
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -30,12 +30,21 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 @contextmanager
 def stop_signals_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises ``KeyboardInterrupt`` like SIGINT does (main thread only)."""
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    """Within the block, SIGINT and SIGTERM raise ``KeyboardInterrupt`` naming the signal (main thread only).
+
+    SIGINT is installed explicitly: a process started with SIGINT ignored (a shell script's ``cmd &``)
+    inherits the ignore, and Python then never raises ``KeyboardInterrupt`` on ``kill -INT``."""
+    previous = {number: signal.signal(number, _interrupt) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def stop_reason(stop: BaseException) -> str:
+    """What ended a run, for its last line: "SIGTERM", or "Ctrl-C" (SIGINT, a plain ``KeyboardInterrupt``)."""
+    return "SIGTERM" if stop.args[:1] == ("SIGTERM",) else "Ctrl-C"
 
 
 def _stop_exceptions() -> tuple[type[BaseException], ...]:

@@ -1,5 +1,6 @@
 """run_nodes: a stop that lands while the nodes are being made is a clean stop; a real error is not hidden."""
 
+import signal
 import subprocess
 import sys
 
@@ -83,3 +84,32 @@ def test_a_stop_while_rclpy_starts_ends_with_0(before):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
+
+
+# A tool started with SIGINT ignored (a shell script's `cmd &` does that) must still stop on kill -INT.
+TOOL_SLEEPING = """
+import sys, time
+from ros2_cuda_ipc_core import run_tool, stop_reason
+
+def main():
+    try:
+        print("ready", flush=True)
+        time.sleep(60)
+    except KeyboardInterrupt as stop:
+        print("stopped by", stop_reason(stop), flush=True)
+        raise
+    return 3
+
+sys.exit(run_tool(main))
+"""
+
+
+@pytest.mark.parametrize(("stop", "said"), [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")])
+def test_run_tool_stops_on_a_signal_even_when_started_with_sigint_ignored(stop, said):
+    tool = subprocess.Popen([sys.executable, "-c", TOOL_SLEEPING], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert tool.stdout is not None and tool.stdout.readline().strip() == "ready"
+    tool.send_signal(stop)
+    out, err = tool.communicate(timeout=30)  # before the fix: SIGINT was ignored and this ran its 60 s
+    assert tool.returncode == 0, err
+    assert out.strip() == f"stopped by {said}" and "Traceback" not in err

@@ -84,7 +84,8 @@ MODULES = ["camera", "preprocess", "inference", "encoder", "preview", "lidar", "
 def test_console_entry_prints_its_documentation():
     out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.nodes.camera", "--help"],
                          capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0 and "ros2 run ros2_cuda_ipc_examples synthetic_camera" in out.stdout
+    assert out.returncode == 0 and "Publishes frame after frame of Scene on image." in out.stdout
+    assert "  width " in out.stdout and "(default: 1920)" in out.stdout  # from the node's parameter table
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -103,7 +104,7 @@ BAD_PARAMETERS = [
     ("Preprocess", {"reuse_delay": float("nan")}, "reuse_delay must be a finite number of seconds >= 0, got nan"),
     ("VoxelDownsample", {"reuse_delay": "soon"}, "parameter reuse_delay must be a number, not 'soon'"),
     ("VoxelDownsample", {"block_count": 1}, "block_count must be at least 2"),
-    ("Preprocess", {"dtype": "int8"}, "dtype ('int8') one of float16, bfloat16, float32"),
+    ("Preprocess", {"dtype": "int8"}, "dtype ('int8') must be one of float16, bfloat16, float32"),
     ("InferenceLike", {"model": "resnet"}, "model 'resnet' is not one of tiny"),
     ("EncoderLike", {"downscale": 0}, "downscale must be at least 1"),
     ("Preview", {"rate": 0.0}, "must be positive"),

@@ -31,14 +31,28 @@ def test_one_minute_soak_on_host_memory_passes():
 
 
 @pytest.mark.timeout(120)
-def test_sigterm_ends_the_soak_with_its_table_and_status_0():
-    soak = subprocess.Popen([*SOAK, "--minutes", "5", "--memory", "host"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+def test_sigterm_ends_the_soak_with_its_table_and_status_0_and_the_logs_where_asked(tmp_path):
+    logs = tmp_path / "soak-logs"
+    soak = subprocess.Popen([*SOAK, "--minutes", "5", "--memory", "host", "--log-dir", str(logs)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(12)
     soak.send_signal(signal.SIGTERM)
     out, err = soak.communicate(timeout=60)
     assert soak.returncode == 0, out + err
-    assert "stopped by Ctrl-C" in out and "role" in out and "Traceback" not in err
+    assert "stopped by SIGTERM" in out and "role" in out and "Traceback" not in err
+    assert sorted(path.name for path in logs.glob("publisher0-*.log")), list(logs.iterdir())  # kept: the user's own
+
+
+def test_cuda_without_a_gpu_is_refused_before_any_process_starts(tmp_path):
+    pytest.importorskip("ros2_cuda_ipc_examples")
+    from ros2_cuda_ipc_examples.nodes.arrays import cuda_unavailable_reason
+
+    if cuda_unavailable_reason() is None:
+        pytest.skip("a usable GPU is here: --memory cuda runs")
+    out = subprocess.run([*SOAK, "--memory", "cuda", "--log-dir", str(tmp_path / "logs")], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 2 and "--memory cuda cannot be used here" in out.stderr, out.stderr
+    assert not (tmp_path / "logs").exists() or not list((tmp_path / "logs").iterdir())
 
 
 def test_the_frame_check_finds_any_changed_word():

@@ -10,7 +10,7 @@ from typing import Any
 
 from sensor_msgs.msg import Image
 
-from ros2_cuda_ipc_core import DownloadBridge, UploadBridge, run_nodes
+from ros2_cuda_ipc_core import DownloadBridge, UploadBridge, run_node
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
 from .bridge import check_image_msg, gpu_image_bytes, publish_image_msg, to_image_msg
@@ -53,8 +53,8 @@ class ImageToGpu(UploadBridge[ImagePublisher]):
 
 
 def gpu_to_image_main() -> None:
-    raise SystemExit(run_nodes(lambda: [GpuToImage()]))
+    raise SystemExit(run_node(GpuToImage))
 
 
 def image_to_gpu_main() -> None:
-    raise SystemExit(run_nodes(lambda: [ImageToGpu()]))
+    raise SystemExit(run_node(ImageToGpu))

@@ -70,5 +70,5 @@ def test_image_to_gpu_publishes_frames(node):
 
 @pytest.mark.parametrize("delay", [*BAD_REUSE_DELAYS, "soon"])
 def test_image_to_gpu_refuses_a_bad_reuse_delay_by_name(delay):
-    with pytest.raises(ValueError, match="reuse_delay must be a finite number of seconds >= 0"):
+    with pytest.raises(ValueError, match="reuse_delay must be"):
         ImageToGpu(parameter_overrides=[rclpy.parameter.Parameter("reuse_delay", value=delay)])

@@ -10,14 +10,13 @@ process (the Python cost, whatever else the machine runs) and the wall time.  No
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
 import statistics
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
-from ros2_cuda_ipc_core import run_tool
+from ros2_cuda_ipc_core import run_tool, tool_parser
 
 
 def median_micros(call: Callable[[], object], count: int) -> tuple[float, float]:
@@ -85,7 +84,7 @@ def measure(memory: str, count: int) -> dict[str, tuple[float, float]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = tool_parser(__name__, __doc__)
     parser.add_argument("--memory", choices=["host", "cuda"], default="host")
     parser.add_argument("--count", type=int, default=20000)
     args = parser.parse_args(argv)

@@ -11,7 +11,7 @@ from typing import Any
 
 from sensor_msgs.msg import PointCloud2
 
-from ros2_cuda_ipc_core import DownloadBridge, UploadBridge, run_nodes
+from ros2_cuda_ipc_core import DownloadBridge, UploadBridge, run_node
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 
 from .bridge import check_pointcloud2_msg, publish_pointcloud2_msg, to_pointcloud2_msg
@@ -57,8 +57,8 @@ class PointCloud2ToGpu(UploadBridge[PointCloudPublisher]):
 
 
 def gpu_to_pointcloud2_main() -> None:
-    raise SystemExit(run_nodes(lambda: [GpuToPointCloud2()]))
+    raise SystemExit(run_node(GpuToPointCloud2))
 
 
 def pointcloud2_to_gpu_main() -> None:
-    raise SystemExit(run_nodes(lambda: [PointCloud2ToGpu()]))
+    raise SystemExit(run_node(PointCloud2ToGpu))

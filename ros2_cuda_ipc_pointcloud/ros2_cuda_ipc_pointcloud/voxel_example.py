@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ros2_cuda_ipc_core import Ros2CudaIpcError, run_tool
+from ros2_cuda_ipc_core import Ros2CudaIpcError, run_tool, tool_parser
 
 from .voxel import numpy_voxel_downsample, voxel_downsample
 
@@ -159,7 +159,7 @@ def publish_clouds(args: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = tool_parser(__name__, __doc__)
     parser.add_argument("--points", type=int, default=1_000_000)
     parser.add_argument("--voxel", type=float, default=0.2, help="voxel edge in metres")
     parser.add_argument("--clouds", type=int, default=20)

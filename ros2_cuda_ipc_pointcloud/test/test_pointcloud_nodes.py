@@ -67,7 +67,7 @@ def test_gpu_to_pointcloud2_downloads_nothing_without_subscribers(node):
 
 @pytest.mark.parametrize("delay", [*BAD_REUSE_DELAYS, "soon"])
 def test_pointcloud2_to_gpu_refuses_a_bad_reuse_delay_by_name(delay):
-    with pytest.raises(ValueError, match="reuse_delay must be a finite number of seconds >= 0"):
+    with pytest.raises(ValueError, match="reuse_delay must be"):
         PointCloud2ToGpu(parameter_overrides=[rclpy.parameter.Parameter("reuse_delay", value=delay)])
 
 

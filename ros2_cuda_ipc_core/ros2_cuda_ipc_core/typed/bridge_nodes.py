@@ -7,15 +7,17 @@ costs) is the same for images and point clouds.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from traceback import format_exception
 from typing import Any, Generic, TypeVar, cast
 
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 
+from .. import cuda_driver
 from ..errors import InvalidDescriptorError, Ros2CudaIpcError
+from ..parameters import NodeParameter, ParameterError, declare
 from ..pool import DEFAULT_REUSE_DELAY, MemoryKind, check_reuse_delay
 from .publisher import TypedPublisher
 from .reader import TypedReader
@@ -98,10 +100,16 @@ class DownloadBridge(_Counted, Node, Generic[V]):
     message's download makes (``output_bytes``).
     """
 
+    PARAMETERS: tuple[NodeParameter, ...] = (
+        NodeParameter("max_rate", 0.0, "downloads a second at most (0: every message)"),
+        NodeParameter("stats_period", 10.0, "seconds between two lines of counts in the log"),
+    )
+
     def __init__(self, node_name: str, reader: TypedReader[Any, Any, V], convert: Callable[[V], Any],
                  in_type: type, in_topic: str, out_type: type, out_topic: str, item: str, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        self.max_rate = float(self.declare_parameter("max_rate", 0.0).value)
+        self.max_rate = _not_negative("max_rate", declare(self, "max_rate"))
+        stats_period = _positive("stats_period", declare(self, "stats_period"))
         self.max_frame_bytes = _max_frame_bytes(self)
         self.reader = reader
         self.converted = self.skipped = 0
@@ -111,7 +119,7 @@ class DownloadBridge(_Counted, Node, Generic[V]):
         self._last = 0.0
         self._out: Any = self.create_publisher(out_type, out_topic, 10)
         self.create_subscription(in_type, in_topic, self._on_message, 10)
-        self.create_timer(float(self.declare_parameter("stats_period", 10.0).value), self._log_stats)
+        self.create_timer(stats_period, self._log_stats)
 
     def output_bytes(self, msg: Any) -> int:
         """Bytes of the plain message ``msg``'s download would make, by its own claims (before any read)."""
@@ -153,19 +161,40 @@ class UploadBridge(_Counted, Node, Generic[P]):
     be published is counted and logged (rate-limited), never raised.
     """
 
+    PARAMETERS: tuple[NodeParameter, ...] = (
+        NodeParameter("memory", "auto", "where the typed messages' blocks live: auto, cuda or host"),
+        NodeParameter("block_count", 4, "blocks in the pool (at least 2)"),
+        NodeParameter("reuse_delay", DEFAULT_REUSE_DELAY, "seconds before a published block is reused (finite, not negative)"),
+        NodeParameter("stats_period", 10.0, "seconds between two lines of counts in the log"),
+    )
+
     def __init__(self, node_name: str, in_type: type, in_topic: str, item: str, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        self.memory = cast(MemoryKind, str(self.declare_parameter("memory", "auto").value))
-        self.block_count = int(self.declare_parameter("block_count", 4).value)
-        # Any number (reuse_delay:=0 is an integer to ROS); check_reuse_delay refuses the rest, naming it.
-        any_number = ParameterDescriptor(dynamic_typing=True)
-        self.reuse_delay = check_reuse_delay(self.declare_parameter("reuse_delay", DEFAULT_REUSE_DELAY, any_number).value)
+        self.memory, self.block_count, self.reuse_delay, stats_period = self._start_parameters()
         self.max_frame_bytes = _max_frame_bytes(self)
         self.publisher: P | None = None
         self._guard = _MessageGuard(self, item)
         self._item = item
         self.create_subscription(in_type, in_topic, self._on_message, 10)
-        self.create_timer(float(self.declare_parameter("stats_period", 10.0).value), self._log_stats)
+        self.create_timer(stats_period, self._log_stats)
+
+    def _start_parameters(self) -> tuple[MemoryKind, int, float, float]:
+        """``memory``, ``block_count``, ``reuse_delay`` and ``stats_period``, checked before anything starts: a value
+        that cannot work (CUDA asked for where there is none, say) is a :class:`ParameterError` naming it."""
+        memory = declare(self, "memory")
+        if memory not in ("auto", "cuda", "host"):
+            raise ParameterError(f"memory {memory!r} is not one of auto, cuda, host")
+        reason = cuda_driver.unavailable_reason(0) if memory == "cuda" else None
+        if reason is not None:
+            raise ParameterError(f"memory 'cuda' cannot be used: {reason}")
+        block_count = declare(self, "block_count")
+        if block_count < 2:
+            raise ParameterError(f"block_count must be at least 2, not {block_count}")
+        try:
+            reuse_delay = check_reuse_delay(declare(self, "reuse_delay"))
+        except ValueError as exc:
+            raise ParameterError(str(exc)) from None
+        return cast(MemoryKind, memory), block_count, reuse_delay, _positive("stats_period", declare(self, "stats_period"))
 
     def check(self, msg: Any) -> None:
         """Refuse (InvalidDescriptorError) a message whose claims disagree with the bytes it carries, or that
@@ -206,3 +235,15 @@ class UploadBridge(_Counted, Node, Generic[P]):
             self.check(msg)
             if self.upload(self.publisher_for(msg), msg) is None:
                 self._guard.dropped += 1
+
+
+def _not_negative(name: str, value: float) -> float:
+    if not math.isfinite(value) or value < 0:
+        raise ParameterError(f"{name} must be a finite number >= 0, not {value!r}")
+    return value
+
+
+def _positive(name: str, value: float) -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise ParameterError(f"{name} must be a finite number > 0, not {value!r}")
+    return value

@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY
+from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, tool_parser
 
 from . import plots, results
 from .arrays import GPU_LIBRARIES, installed_gpu_libraries
@@ -65,7 +65,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="benchmark", description=__doc__, formatter_class=_HelpFormatter)
+    parser = tool_parser(__name__, __doc__, prog="benchmark", formatter_class=_HelpFormatter)
     parser.add_argument("--mode", choices=[*MODES, "both"], default="both", help="what to measure")
     parser.add_argument("--memory", choices=["auto", "cuda", "host"], default="auto",
                         help="where frames live: auto = the GPU when one is usable (and torch or cupy is installed), "

@@ -275,7 +275,9 @@ class Soak:
         self.out = out
         self.live_line = out.isatty()
         self.topic = f"ros2_cuda_ipc_soak_{os.getpid()}/frames"
-        self.logs = Path(tempfile.mkdtemp(prefix="soak_logs_"))  # removed when the run passes
+        self.logs = _log_dir(args.log_dir)
+        self.keep_logs = args.log_dir is not None  # a directory of the user's own is never removed
+        self.stopped_by: str | None = None  # "Ctrl-C" or "SIGTERM" when the run was ended early
         self.lines: queue.SimpleQueue[tuple[Child, str]] = queue.SimpleQueue()
         self.children: list[Child] = []
         self.totals = {role: Totals() for role in ROLE_COUNTS}
@@ -439,7 +441,10 @@ class Soak:
                 if now >= next_status:
                     self._show(self.status())
                     next_status = now + (1.0 if self.live_line else 10.0)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
+            from ros2_cuda_ipc_core import stop_reason
+
+            self.stopped_by = stop_reason(stop)
             return True
         finally:
             if self.live_line:
@@ -489,8 +494,9 @@ class Soak:
         """Print the final table; True when the run passed."""
         out = self.out
         duration = time.monotonic() - self.started
+        stopped = f" (stopped by {self.stopped_by})" if interrupted else ""
         out.write(f"\nsoak: {duration:.0f} s, {self.memory} memory, {self.args.readers} readers at "
-                  f"{self.args.rate:g} Hz, {self.args.size_mib:g} MiB frames{' (stopped by Ctrl-C)' if interrupted else ''}\n")
+                  f"{self.args.rate:g} Hz, {self.args.size_mib:g} MiB frames{stopped}\n")
         out.write(f"{'role':10} {'started':>8} {'killed':>7}  counts\n")
         for role, totals in self.totals.items():
             counts = "  ".join(f"{key} {value}" for key, value in totals.counts.items())
@@ -537,20 +543,26 @@ def supervise(args: argparse.Namespace) -> int:
     soak = Soak(args, sys.stdout)
     interrupted = soak.run()
     passed = soak.report(interrupted)
-    if passed:
+    if passed and not soak.keep_logs:
         shutil.rmtree(soak.logs, ignore_errors=True)
     return 0 if passed or interrupted else 1
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from ros2_cuda_ipc_core import tool_parser
+
+    parser = tool_parser(__name__, __doc__, formatter_class=_HelpFormatter)
     parser.add_argument("--minutes", type=float, default=10.0, help="how long to run (fractions allowed)")
-    parser.add_argument("--memory", choices=["auto", "host", "cuda"], default="auto")
-    parser.add_argument("--readers", type=int, default=3)
+    parser.add_argument("--memory", choices=["auto", "host", "cuda"], default="auto",
+                        help="where the pool's blocks live (cuda is refused at once without a usable GPU)")
+    parser.add_argument("--readers", type=int, default=3, help="reader processes, each killed and restarted at random")
     parser.add_argument("--rate", type=float, default=100.0, help="frames per second")
-    parser.add_argument("--size-mib", type=float, default=1.0, help="frame size")
-    parser.add_argument("--publisher-kill-every", type=float, default=30.0, metavar="S")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the kill schedule")
+    parser.add_argument("--size-mib", type=float, default=1.0, help="frame size in MiB")
+    parser.add_argument("--publisher-kill-every", type=float, default=30.0, metavar="S",
+                        help="seconds between two SIGKILLs of the publisher (a new pool each time)")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the kill schedule (None: a fresh random one)")
+    parser.add_argument("--log-dir", type=Path, default=None, metavar="DIR",
+                        help="keep every child's log here (None: a temporary directory, removed when the run passes)")
     parser.add_argument("--role", choices=["supervisor", "publisher", "reader"], default="supervisor",
                         help=argparse.SUPPRESS)
     parser.add_argument("--slot", type=int, default=0, help=argparse.SUPPRESS)
@@ -566,7 +578,33 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--size-mib must be in (0, 1024], got {args.size_mib:g}")
     if args.publisher_kill_every <= 0:
         parser.error(f"--publisher-kill-every must be > 0 s, got {args.publisher_kill_every:g}")
+    if args.role == "supervisor":
+        _refuse_unusable(parser, args)
     return args
+
+
+def _refuse_unusable(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse, before any process starts, what could only fail later: CUDA without a GPU, a log directory that
+    cannot be written."""
+    if args.memory == "cuda":
+        from ..nodes.arrays import cuda_unavailable_reason
+
+        reason = cuda_unavailable_reason()
+        if reason is not None:
+            parser.error(f"--memory cuda cannot be used here: {reason}")
+    if args.log_dir is not None:
+        try:
+            args.log_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            parser.error(f"--log-dir {args.log_dir}: {exc.strerror}")
+
+
+def _log_dir(chosen: Path | None) -> Path:
+    return chosen if chosen is not None else Path(tempfile.mkdtemp(prefix="soak_logs_"))
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The docstring as written, and each option's default."""
 
 
 ROLES: dict[str, Callable[[argparse.Namespace], int]] = {

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from sensor_msgs.msg import Image
 
+from ros2_cuda_ipc_core import NodeParameter
 from ros2_cuda_ipc_image import ImagePublisher
 from ros2_cuda_ipc_tools import run_component
 
@@ -31,20 +32,29 @@ TRANSPORTS = ("ipc", "sensor_msgs")
 class SyntheticCamera(SourceNode):
     """Publishes frame after frame of :class:`~ros2_cuda_ipc_examples.nodes.scene.Scene` on ``image``."""
 
+    PARAMETERS: tuple[NodeParameter, ...] = (
+        NodeParameter("fps", 30.0, "frames a second"),
+        NodeParameter("frame_id", "camera", "frame_id of every header"),
+        NodeParameter("width", 1920, "image width in pixels"),
+        NodeParameter("height", 1080, "image height in pixels"),
+        NodeParameter("encoding", "rgb8", "image encoding (rgb8, bgr8, rgba8, bgra8, mono8)"),
+        NodeParameter("transport", "ipc", "ipc (GpuImage, zero copy) or sensor_msgs (sensor_msgs/Image, copies)"),
+    )
+
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("synthetic_camera", default_fps=30.0, default_frame_id="camera", **kwargs)
-        width = self.parameter("width", 1920)
-        height = self.parameter("height", 1080)
-        encoding = self.parameter("encoding", "rgb8")
-        self.transport = self.parameter("transport", "ipc")
+        super().__init__("synthetic_camera", **kwargs)
+        width = self.parameter("width")
+        height = self.parameter("height")
+        encoding = self.parameter("encoding")
+        self.transport = self.parameter("transport")
         if self.transport not in TRANSPORTS:
             raise ParameterError(f"transport {self.transport!r} is not one of {', '.join(TRANSPORTS)}")
-        self.get_logger().info(f"{width}x{height} {encoding} at {self.fps:g} fps on {self.memory} memory "
-                               f"({self.memory_reason}), transport {self.transport}")
         try:
             self.scene = Scene(width, height, self.arrays, encoding)
         except ValueError as exc:
             raise ParameterError(str(exc)) from None
+        self.get_logger().info(f"{width}x{height} {encoding} at {self.fps:g} fps on {self.memory} memory "
+                               f"({self.memory_reason}), transport {self.transport}")
         self._raw: Any = None
         if self.transport == "ipc":
             self.output = ImagePublisher(self, "image", width=width, height=height, encoding=encoding,

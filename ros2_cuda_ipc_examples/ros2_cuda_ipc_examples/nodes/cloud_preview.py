@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from sensor_msgs.msg import PointCloud2
 
+from ros2_cuda_ipc_core import NodeParameter
 from ros2_cuda_ipc_msgs.msg import BufferCore, GpuPointCloud2
 from ros2_cuda_ipc_pointcloud import PointCloudReader, to_pointcloud2_msg
 from ros2_cuda_ipc_tools import run_component
@@ -48,12 +49,19 @@ def birds_eye(xyz: np.ndarray) -> np.ndarray:
 class CloudPreview(PipelineNode):
     """Checks every cloud from ``downsampled``; downloads a few to ``preview`` and ``snapshot_path``."""
 
+    PARAMETERS: tuple[NodeParameter, ...] = (
+        NodeParameter("rate", 2.0, "downloads a second at most"),
+        NodeParameter("snapshot_path", "", "PNG written every snapshot_period seconds (empty: none)"),
+        NodeParameter("snapshot_period", 1.0, "seconds between two snapshots"),
+        NodeParameter("margin", 0.5, "metres a voxel centroid may sit off the wall it was drawn on"),
+    )
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("cloud_preview", **kwargs)
-        self.rate = self.parameter("rate", 2.0)
-        self.snapshot_path = self.parameter("snapshot_path", "")
-        self.snapshot_period = self.parameter("snapshot_period", 1.0)
-        self.margin = self.parameter("margin", 0.5)  # metres: a voxel centroid sits at most this far off the wall
+        self.rate = self.parameter("rate")
+        self.snapshot_path = self.parameter("snapshot_path")
+        self.snapshot_period = self.parameter("snapshot_period")
+        self.margin = self.parameter("margin")  # metres: a voxel centroid sits at most this far off the wall
         if self.rate <= 0 or self.snapshot_period <= 0 or self.margin < 0:
             raise ParameterError(f"rate ({self.rate}) and snapshot_period ({self.snapshot_period}) must be positive, "
                                  f"margin ({self.margin}) not negative")

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from sensor_msgs.msg import Image
 
+from ros2_cuda_ipc_core import NodeParameter
 from ros2_cuda_ipc_image import ImageReader, ImageSubscription
 
 from .arrays import ArrayBackend, choose_memory
@@ -28,18 +29,23 @@ class ImageConsumer(PipelineNode):
     """Subclasses implement :meth:`process` and call :meth:`listen` once ready; ``resized`` inputs (a DNN tensor)
     are checked within a tolerance."""
 
+    PARAMETERS: tuple[NodeParameter, ...] = (
+        NodeParameter("transport", "ipc", "ipc (GpuImage) or sensor_msgs (sensor_msgs/Image, uploaded)"),
+        NodeParameter("memory", "auto", "with transport sensor_msgs: where frames are uploaded to (auto, cuda or host)"),
+    )
+
     #: The topic read, and whether its images are a resized copy of the camera's.
     input_topic = "image"
     resized = False
 
     def __init__(self, default_name: str, **kwargs: Any) -> None:
         super().__init__(default_name, **kwargs)
-        self.transport = self.parameter("transport", "ipc")
+        self.transport = self.parameter("transport")
         self.reader = ImageReader()
         self._probes: dict[tuple[int, int], tuple[Probe, Any, Any]] = {}
         self.prepare_gpu()
         if self.transport == "sensor_msgs":
-            self.upload_memory, why = choose_memory(self.parameter("memory", "auto"))
+            self.upload_memory, why = choose_memory(self.parameter("memory"))
             self.get_logger().info(f"sensor_msgs/Image frames are uploaded to {self.upload_memory} memory ({why})")
         elif self.transport != "ipc":
             raise ParameterError(f"transport {self.transport!r} is not one of ipc, sensor_msgs")

@@ -12,6 +12,7 @@ from typing import Any
 
 from std_msgs.msg import UInt64
 
+from ros2_cuda_ipc_core import NodeParameter
 from ros2_cuda_ipc_tools import run_component
 
 from .arrays import ArrayBackend
@@ -25,9 +26,13 @@ __all__ = ["EncoderLike", "main"]
 class EncoderLike(ImageConsumer):
     """Luma downscale and checksum of each frame from ``image``."""
 
+    PARAMETERS: tuple[NodeParameter, ...] = (
+        NodeParameter("downscale", 4, "luma downscale factor (at least 1)"),
+    )
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("encoder_like", **kwargs)
-        self.downscale = self.parameter("downscale", 4)
+        self.downscale = self.parameter("downscale")
         if self.downscale < 1:
             raise ParameterError(f"downscale must be at least 1, not {self.downscale}")
         self._checksums = self.create_publisher(UInt64, "checksum", 10)

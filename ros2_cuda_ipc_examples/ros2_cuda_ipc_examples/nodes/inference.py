@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from std_msgs.msg import UInt32
 
+from ros2_cuda_ipc_core import NodeParameter
 from ros2_cuda_ipc_tensor import TensorPublisher
 from ros2_cuda_ipc_tools import run_component
 
@@ -76,11 +77,15 @@ def _conv3x3_stride2(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
 class InferenceLike(TensorConsumer):
     """Runs the network on each tensor from ``preprocessed``; latency is camera stamp to class on the host."""
 
+    PARAMETERS: tuple[NodeParameter, ...] = (
+        NodeParameter("model", "tiny", "tiny (numpy or torch) or mobilenet_v3_small (torchvision)"),
+    )
+
     input_topic = "preprocessed"
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("inference_like", **kwargs)
-        self.model = self.parameter("model", "tiny")
+        self.model = self.parameter("model")
         if self.model not in MODELS:
             raise ParameterError(f"model {self.model!r} is not one of {', '.join(MODELS)}")
         self.has_torch = importlib.util.find_spec("torch") is not None

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ros2_cuda_ipc_core import NodeParameter
 from ros2_cuda_ipc_pointcloud import PointCloudPublisher
 from ros2_cuda_ipc_tools import run_component
 
@@ -28,18 +29,25 @@ __all__ = ["SyntheticLidar", "main"]
 class SyntheticLidar(SourceNode):
     """Publishes scan after scan of :class:`~ros2_cuda_ipc_examples.nodes.lidar_scene.LidarScene` on ``points``."""
 
+    PARAMETERS: tuple[NodeParameter, ...] = (
+        NodeParameter("fps", 10.0, "scans a second"),
+        NodeParameter("frame_id", "lidar", "frame_id of every header"),
+        NodeParameter("rings", 64, "rings (rows) of a scan"),
+        NodeParameter("columns", 1024, "columns of a scan"),
+    )
+
     output_topic = "points"
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("synthetic_lidar", default_fps=10.0, default_frame_id="lidar", **kwargs)
-        rings = self.parameter("rings", 64)
-        columns = self.parameter("columns", 1024)
-        self.get_logger().info(f"{rings} x {columns} xyzi points at {self.fps:g} Hz on {self.memory} memory "
-                               f"({self.memory_reason})")
+        super().__init__("synthetic_lidar", **kwargs)
+        rings = self.parameter("rings")
+        columns = self.parameter("columns")
         try:
             self.scene = LidarScene(rings, columns, self.arrays)
         except ValueError as exc:
             raise ParameterError(str(exc)) from None
+        self.get_logger().info(f"{rings} x {columns} xyzi points at {self.fps:g} Hz on {self.memory} memory "
+                               f"({self.memory_reason})")
         self.output = PointCloudPublisher(self, "points", fields="xyzi", width=columns, height=rings,
                                           block_count=self.block_count, memory=self.memory,  # type: ignore[arg-type]
                                           reuse_delay=self.reuse_delay)

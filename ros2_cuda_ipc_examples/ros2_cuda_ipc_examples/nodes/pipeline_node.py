@@ -16,18 +16,20 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from std_msgs.msg import String
 
 from ros2_cuda_ipc_core import (
     DEFAULT_REUSE_DELAY,
+    NodeParameter,
+    ParameterError,
     PoolUnavailableError,
     Ros2CudaIpcError,
     StaleDescriptorError,
     check_reuse_delay,
+    declare,
 )
 
 from .arrays import ArrayBackend, MemoryChoiceError, backend_for, choose_memory
@@ -36,56 +38,54 @@ from .frame_stats import FrameTrace, LatencySamples, ProcessCpu, gc_pauses
 __all__ = ["STATS_TOPIC", "ParameterError", "PipelineNode"]
 
 STATS_TOPIC = "pipeline_stats"
-_Value = TypeVar("_Value", int, float, str, bool)
-_KINDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
-
-
-class ParameterError(ValueError):
-    """A node parameter out of range; the message names it and what it must be."""
+_MAX_LATENCIES = 100_000
 
 
 class PipelineNode(Node):
     """A node with frame counters, latency samples, a ``stats_period`` parameter and the report timer."""
 
+    PARAMETERS: tuple[NodeParameter, ...] = (
+        NodeParameter("stats_period", 1.0, "seconds between two reports on pipeline_stats"),
+        NodeParameter("block_count", 4, "blocks in each pool this node publishes from (at least 2)"),
+        NodeParameter("reuse_delay", DEFAULT_REUSE_DELAY, "seconds before a published block is reused (finite, not negative)"),
+        NodeParameter("warmup_frames", 30, "first frames left out of the steady-state latency percentiles"),
+        NodeParameter("trace_path", "", "write each frame's timings to this file (empty: none)"),
+    )
+
     def __init__(self, default_name: str, **kwargs: Any) -> None:
         super().__init__(default_name, **kwargs)
         self.counts = {"in": 0, "out": 0, "checked": 0, "bad": 0, "stale": 0, "lost": 0, "gone": 0}
-        warmup_frames = self.parameter("warmup_frames", 30)
+        warmup_frames = self.parameter("warmup_frames")
         if warmup_frames < 0:
             raise ParameterError(f"warmup_frames must not be negative, not {warmup_frames}")
         self._latencies = LatencySamples(warmup_frames)
         self._cpu = ProcessCpu()
         self._gc = gc_pauses()
         self._last_latency: float | None = None
-        trace_path = self.parameter("trace_path", "")
+        trace_path = self.parameter("trace_path")
         self._trace = FrameTrace(Path(trace_path)) if trace_path else None
         self._last_seq: int | None = None
         self._backends: dict[str, ArrayBackend] = {}
         self._subscriptions_read: list[Any] = []
         self._reports = self.create_publisher(String, STATS_TOPIC, 10)
-        period = self.parameter("stats_period", 1.0)
+        period = self.parameter("stats_period")
         if period <= 0:
             raise ParameterError(f"stats_period must be positive, not {period}")
         self.create_timer(period, self.report)
 
-    def parameter(self, name: str, default: _Value) -> _Value:
-        """Declare parameter ``name`` and return its value as the default's type (``fps:=30`` is 30.0)."""
-        value: Any = self.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True)).value
-        kind = type(default)
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            return kind(value)
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ParameterError(f"parameter {name} must be {_KINDS[kind]}, not {value!r}")
-        return value
+    def parameter(self, name: str) -> Any:
+        """Declare parameter ``name`` from the class's ``PARAMETERS`` table and return its value as the default's
+        type (``fps:=30`` is 30.0); another type is a :class:`ParameterError` naming it."""
+        return declare(self, name)
 
     def pool_parameters(self) -> tuple[int, float]:
         """``block_count`` (default 4, at least 2) and ``reuse_delay`` (seconds before a published block is
         reused, default 0.01, finite and not negative) of the pools this node publishes from."""
-        block_count = self.parameter("block_count", 4)
+        block_count = self.parameter("block_count")
         if block_count < 2:
             raise ParameterError(f"block_count must be at least 2, not {block_count}")
         try:
-            reuse_delay = check_reuse_delay(self.parameter("reuse_delay", DEFAULT_REUSE_DELAY))
+            reuse_delay = check_reuse_delay(self.parameter("reuse_delay"))
         except ValueError as exc:
             raise ParameterError(str(exc)) from None
         return block_count, reuse_delay

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ros2_cuda_ipc_core import NodeParameter
 from ros2_cuda_ipc_tensor import TensorPublisher
 from ros2_cuda_ipc_tools import run_component
 
@@ -35,21 +36,30 @@ DTYPES = ("float16", "bfloat16", "float32")
 class Preprocess(ImageConsumer):
     """Resizes and normalizes each frame into an NCHW tensor published on ``preprocessed``."""
 
+    PARAMETERS: tuple[NodeParameter, ...] = (
+        NodeParameter("out_height", 224, "rows of the output tensor"),
+        NodeParameter("out_width", 224, "columns of the output tensor"),
+        NodeParameter("dtype", "float16", "element type of the output tensor"),
+        NodeParameter("wait_for_subscribers", 0, "subscribe to the input once this many read the output"),
+    )
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("preprocess", **kwargs)
         self.tensors: TensorPublisher | None = None  # destroy_node may run on a node whose parameters were refused
-        rows = self.parameter("out_height", 224)
-        cols = self.parameter("out_width", 224)
-        self.dtype = self.parameter("dtype", "float16")
-        if rows < MIN_HEIGHT or cols < MIN_WIDTH or self.dtype not in DTYPES:
-            raise ParameterError(f"out_height ({rows}) must be at least {MIN_HEIGHT}, out_width ({cols}) at least "
-                                 f"{MIN_WIDTH}, dtype ({self.dtype!r}) one of {', '.join(DTYPES)}")
+        rows = self.parameter("out_height")
+        cols = self.parameter("out_width")
+        self.dtype = self.parameter("dtype")
+        refused = [f"out_height ({rows}) must be at least {MIN_HEIGHT}"] if rows < MIN_HEIGHT else []
+        refused += [f"out_width ({cols}) must be at least {MIN_WIDTH}"] if cols < MIN_WIDTH else []
+        refused += [f"dtype ({self.dtype!r}) must be one of {', '.join(DTYPES)}"] if self.dtype not in DTYPES else []
+        if refused:  # name only the values that are wrong
+            raise ParameterError("; ".join(refused))
         self.block_count, self.reuse_delay = self.pool_parameters()
         self.shape = (1, 3, rows, cols)
         self.busy = 0
         self._indices: dict[tuple[int, int, str], tuple[Any, Any, Any, Any]] = {}
         # Subscribe to the camera only once this many read our output (inference may still be loading its network).
-        self.subscribe_when_read("preprocessed", self.parameter("wait_for_subscribers", 0), self.listen)
+        self.subscribe_when_read("preprocessed", self.parameter("wait_for_subscribers"), self.listen)
 
     def _constants(self, rows: int, cols: int, arrays: ArrayBackend) -> tuple[Any, Any, Any, Any]:
         key = (rows, cols, arrays.name)

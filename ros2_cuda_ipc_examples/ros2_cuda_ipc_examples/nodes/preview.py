@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from sensor_msgs.msg import Image
 
+from ros2_cuda_ipc_core import NodeParameter
 from ros2_cuda_ipc_tools import run_component
 
 from .arrays import ArrayBackend
@@ -31,11 +32,17 @@ __all__ = ["Preview", "main"]
 class Preview(ImageConsumer):
     """Checks every frame from ``image``; downloads a few to ``preview`` and ``snapshot_path``."""
 
+    PARAMETERS: tuple[NodeParameter, ...] = (
+        NodeParameter("rate", 2.0, "downloads a second at most"),
+        NodeParameter("snapshot_path", "", "PNG written every snapshot_period seconds (empty: none)"),
+        NodeParameter("snapshot_period", 1.0, "seconds between two snapshots"),
+    )
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("preview", **kwargs)
-        self.rate = self.parameter("rate", 2.0)
-        self.snapshot_path = self.parameter("snapshot_path", "")
-        self.snapshot_period = self.parameter("snapshot_period", 1.0)
+        self.rate = self.parameter("rate")
+        self.snapshot_path = self.parameter("snapshot_path")
+        self.snapshot_period = self.parameter("snapshot_period")
         if self.rate <= 0 or self.snapshot_period <= 0:
             raise ParameterError(f"rate ({self.rate}) and snapshot_period ({self.snapshot_period}) must be positive")
         self._out = self.create_publisher(Image, "preview", 2)

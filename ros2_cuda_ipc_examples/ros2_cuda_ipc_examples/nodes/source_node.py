@@ -14,6 +14,8 @@ from typing import Any
 
 from std_msgs.msg import Header
 
+from ros2_cuda_ipc_core import NodeParameter
+
 from .arrays import ArrayBackend, choose_memory
 from .pipeline_node import ParameterError, PipelineNode
 
@@ -23,26 +25,36 @@ __all__ = ["SourceNode"]
 class SourceNode(PipelineNode):
     """Subclasses implement :meth:`emit` (make and publish one frame; False if none could be sent this tick)."""
 
+    PARAMETERS: tuple[NodeParameter, ...] = (
+        NodeParameter("fps", 30.0, "frames a second"),
+        NodeParameter("frames", 0, "stop after this many frames (0: no limit)"),
+        NodeParameter("seconds", 0.0, "stop after this many seconds (0: no limit)"),
+        NodeParameter("wait_for_subscribers", 0, "start once this many nodes subscribe to the output"),
+        NodeParameter("start_delay", 1.0, "then wait this many seconds more, so the rest of the pipeline is connected"),
+        NodeParameter("frame_id", "frame", "frame_id of every header"),
+        NodeParameter("memory", "auto", "where frames live: auto, cuda or host"),
+    )
+
     #: The topic whose subscribers ``wait_for_subscribers`` counts.
     output_topic = "image"
 
-    def __init__(self, default_name: str, *, default_fps: float, default_frame_id: str, **kwargs: Any) -> None:
+    def __init__(self, default_name: str, **kwargs: Any) -> None:
         super().__init__(default_name, **kwargs)
         #: The typed publisher (an ``ImagePublisher``, a ``PointCloudPublisher``) the subclass makes; closed with the node.
         self.output: Any = None
         self.busy = 0  # ticks with every block still being read
-        fps = self.parameter("fps", default_fps)
-        self.frames = self.parameter("frames", 0)
-        self.seconds = self.parameter("seconds", 0.0)
-        self.wait_for_subscribers = self.parameter("wait_for_subscribers", 0)
-        self.start_delay = self.parameter("start_delay", 1.0)
+        fps = self.parameter("fps")
+        self.frames = self.parameter("frames")
+        self.seconds = self.parameter("seconds")
+        self.wait_for_subscribers = self.parameter("wait_for_subscribers")
+        self.start_delay = self.parameter("start_delay")
         if fps <= 0 or self.frames < 0 or self.seconds < 0 or self.start_delay < 0 or self.wait_for_subscribers < 0:
             raise ParameterError(f"fps ({fps}) must be positive, frames ({self.frames}), seconds ({self.seconds}), "
                                  f"start_delay ({self.start_delay}) and wait_for_subscribers not negative")
         self.fps = fps
         self.block_count, self.reuse_delay = self.pool_parameters()
-        self.frame_id = self.parameter("frame_id", default_frame_id)
-        self.memory, self.memory_reason = choose_memory(self.parameter("memory", "auto"))
+        self.frame_id = self.parameter("frame_id")
+        self.memory, self.memory_reason = choose_memory(self.parameter("memory"))
         arrays = self.backend(self.memory)
         if arrays is None:
             raise ParameterError(f"no array library for {self.memory} memory")

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from std_msgs.msg import Header
 
+from ros2_cuda_ipc_core import NodeParameter
 from ros2_cuda_ipc_pointcloud import (
     PointCloudPublisher,
     PointCloudReader,
@@ -38,10 +39,15 @@ __all__ = ["VoxelDownsample", "main"]
 class VoxelDownsample(PipelineNode):
     """``points`` -> voxel centroids on ``downsampled``."""
 
+    PARAMETERS: tuple[NodeParameter, ...] = (
+        NodeParameter("voxel", 0.25, "voxel edge in metres"),
+        NodeParameter("wait_for_subscribers", 0, "subscribe to the input once this many read the output"),
+    )
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("voxel_downsample", **kwargs)
         self.clouds: PointCloudPublisher | None = None
-        self.voxel = self.parameter("voxel", 0.25)
+        self.voxel = self.parameter("voxel")
         if self.voxel <= 0:
             raise ParameterError(f"voxel ({self.voxel}) must be positive")
         self.block_count, self.reuse_delay = self.pool_parameters()
@@ -54,7 +60,7 @@ class VoxelDownsample(PipelineNode):
                 voxel_downsample(arrays.upload(np.zeros((8, 3), dtype=np.float32)), self.voxel)
             arrays.synchronize()
         # Subscribe to the LiDAR only once this many read our output (wait_for_subscribers, default 0).
-        self.subscribe_when_read("downsampled", self.parameter("wait_for_subscribers", 0),
+        self.subscribe_when_read("downsampled", self.parameter("wait_for_subscribers"),
                                  lambda: self.subscribe_frames(PointCloudSubscription, "points", self._work,
                                                                reader=self.reader))
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ros2_cuda_ipc_core import run_tool
+from ros2_cuda_ipc_core import run_tool, tool_parser
 
 from .definitions import PipelineOptions, fanout, hop
 from .runner import (
@@ -108,8 +108,7 @@ def run_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="demo", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = tool_parser(__name__, __doc__, prog="demo")
     add_run_arguments(parser, "camera runs this long (default: 10, or until --frames when that is given)")
     parser.add_argument("--hop-seconds", type=positive_number(float), default=3.0,
                         help="length of each comparison stage (default: %(default)s)")

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
-from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, check_reuse_delay, run_tool
+from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, check_reuse_delay, run_tool, tool_parser
 from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL, ComponentSpec
 
 from ..nodes.arrays import MemoryChoiceError, choose_memory
@@ -508,8 +508,7 @@ def _steady_and_cpu(summary: dict[str, Any], name: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="pipeline", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = tool_parser(__name__, __doc__, prog="pipeline")
     parser.add_argument("pipeline", choices=sorted(PIPELINES), help="which pipeline")
     add_run_arguments(parser)
     add_record_argument(parser)

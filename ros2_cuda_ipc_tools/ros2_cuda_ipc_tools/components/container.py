@@ -32,7 +32,7 @@ from rclpy.executors import Executor, MultiThreadedExecutor, SingleThreadedExecu
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from ros2_cuda_ipc_core import run_nodes
+from ros2_cuda_ipc_core import run_nodes, tool_parser
 
 from .parent_watch import follow_runner
 from .registry import COMPONENT_GROUP, UnknownComponentError, available_components, component_class
@@ -285,7 +285,14 @@ class _ComponentAction(argparse.Action):
         current = loads[-1]
         if self.dest in ("name", "namespace"):
             current[self.dest] = values
-        elif self.dest == "param":
+        else:
+            try:  # raised from an action, ArgumentTypeError would be a traceback: make it argparse's rc 2 line
+                self._add_pair(current, values)
+            except argparse.ArgumentTypeError as exc:
+                parser.error(str(exc))
+
+    def _add_pair(self, current: dict[str, Any], values: str) -> None:
+        if self.dest == "param":
             key, value = _pair(values, "--param")
             current["parameters"][key] = parse_value(value)
         else:
@@ -294,8 +301,7 @@ class _ComponentAction(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="container", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = tool_parser(__name__, __doc__, prog="container")
     parser.set_defaults(components=[])
     parser.add_argument("--load", metavar="PACKAGE::CLASS", action=_ComponentAction, help="load this component")
     parser.add_argument("--name", action=_ComponentAction, help="node name of the last --load")

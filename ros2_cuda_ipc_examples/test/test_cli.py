@@ -1,0 +1,120 @@
+"""Every executable of the workspace answers --help and --version, and refuses an unknown argument with exit code 2
+before it starts anything; the bridges refuse parameters that cannot work, in one line, at start."""
+
+import subprocess
+import sys
+import time
+from importlib.metadata import entry_points
+
+import pytest
+
+SCRIPTS = sorted((script.name, script.value) for script in entry_points(group="console_scripts")
+                 if script.value.startswith("ros2_cuda_ipc"))
+NODES = {"synthetic_camera", "preprocess", "inference_like", "encoder_like", "preview", "synthetic_lidar",
+         "voxel_downsample", "cloud_preview", "gpu_to_image", "image_to_gpu", "gpu_to_pointcloud2", "pointcloud2_to_gpu"}
+
+
+def run_script(target: str, *args: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess, float]:
+    """Run a console script ``module:function`` as its installed executable would, with ``args``."""
+    module, function = target.split(":")
+    code = f"import sys; sys.argv[0] = 'tool'; from {module} import {function} as main; sys.exit(main())"
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout)
+    return out, time.monotonic() - started
+
+
+def test_every_node_and_tool_is_covered():
+    assert {name for name, _ in SCRIPTS} >= NODES, SCRIPTS
+
+
+@pytest.mark.parametrize(("name", "target"), SCRIPTS)
+def test_help_prints_and_exits_0(name, target):
+    out, _ = run_script(target, "--help")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("usage:") and "--version" in out.stdout
+    assert "``" not in out.stdout and ":class:`" not in out.stdout and ":mod:`" not in out.stdout  # no raw markup
+    if name in NODES:  # the parameter table, with defaults
+        assert "parameters (set with --ros-args -p NAME:=VALUE):" in out.stdout and "(default: " in out.stdout
+
+
+@pytest.mark.parametrize(("name", "target"), SCRIPTS)
+def test_an_unknown_argument_is_refused_with_2(name, target):
+    positional = {"run_component": ["ros2_cuda_ipc_examples::Preview"], "pipeline": ["fanout"]}
+    out, took = run_script(target, *positional.get(name, []), "--no-such-option")
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert "unrecognized arguments: --no-such-option" in out.stderr and "Traceback" not in out.stderr
+    print(f"{name}: refused in {took:.1f} s")  # the time to fail, shown with -s (no timing assertion: a loaded CI)
+
+
+@pytest.mark.parametrize(("name", "target"), [script for script in SCRIPTS if script[0] in NODES | {"pipeline"}])
+def test_version_names_the_package_version(name, target):
+    out, _ = run_script(target, "--version")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-1][0].isdigit(), out.stdout
+
+
+def test_node_help_lists_each_parameter_of_its_table_with_its_default():
+    from ros2_cuda_ipc_core import parameter_table
+    from ros2_cuda_ipc_examples.nodes.camera import SyntheticCamera
+
+    out, _ = run_script("ros2_cuda_ipc_examples.nodes.camera:main", "-h")
+    table = parameter_table(SyntheticCamera)
+    assert {"fps", "width", "memory", "block_count", "stats_period"} <= set(table)
+    for entry in table.values():
+        assert any(line.split()[:1] == [entry.name] and line.endswith(f"(default: {entry.default!r})"
+                   if isinstance(entry.default, str) else f"(default: {entry.default})")
+                   for line in out.stdout.splitlines()), (entry, out.stdout)
+    assert "(default: 30.0)" in out.stdout and "(default: 'camera')" in out.stdout  # the camera's own defaults
+
+
+BRIDGE_REFUSALS = [
+    ("ros2_cuda_ipc_image.nodes:image_to_gpu_main", "block_count:=0", "block_count must be at least 2, not 0"),
+    ("ros2_cuda_ipc_image.nodes:image_to_gpu_main", "memory:=gpu", "memory 'gpu' is not one of auto, cuda, host"),
+    ("ros2_cuda_ipc_pointcloud.nodes:pointcloud2_to_gpu_main", "reuse_delay:=-2", "reuse_delay must be a finite"),
+    ("ros2_cuda_ipc_image.nodes:gpu_to_image_main", "max_rate:=-1", "max_rate must be a finite number >= 0"),
+    ("ros2_cuda_ipc_image.nodes:gpu_to_image_main", "max_rate:=fast", "parameter max_rate must be a number"),
+    ("ros2_cuda_ipc_pointcloud.nodes:gpu_to_pointcloud2_main", "stats_period:=0", "stats_period must be a finite number > 0"),
+]
+
+
+@pytest.mark.parametrize(("target", "parameter", "said"), BRIDGE_REFUSALS)
+def test_a_bridge_refuses_a_parameter_that_cannot_work_in_one_line(target, parameter, said):
+    out, _ = run_script(target, "--ros-args", "-p", parameter)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and said in lines[0] and lines[0].split(":")[0] in ("ImageToGpu", "PointCloud2ToGpu",
+                                                                             "GpuToImage", "GpuToPointCloud2"), out.stderr
+
+
+def test_a_bridge_refuses_cuda_memory_without_a_gpu_at_start():
+    from ros2_cuda_ipc_examples.nodes.arrays import cuda_unavailable_reason
+
+    if cuda_unavailable_reason() is None:
+        pytest.skip("a usable GPU is here")
+    out, _ = run_script("ros2_cuda_ipc_image.nodes:image_to_gpu_main", "--ros-args", "-p", "memory:=cuda")
+    assert out.returncode == 2 and "memory 'cuda' cannot be used" in out.stderr, out.stderr
+
+
+def test_a_bridge_takes_an_integer_where_a_number_is_meant():
+    """max_rate:=5 is an integer to ROS; the bridge starts with it (and stops on SIGINT with 0)."""
+    code = ("import sys; sys.argv[0] = 'gpu_to_image'; from ros2_cuda_ipc_image.nodes import gpu_to_image_main as m;"
+            " sys.exit(m())")
+    bridge = subprocess.Popen([sys.executable, "-c", code, "--ros-args", "-p", "max_rate:=5", "--log-level", "debug"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert bridge.stdout is not None
+    for line in bridge.stdout:  # the executor is spinning once the timer of the stats line exists
+        if "Traceback" in line or ("max_rate" in line and "must" in line):
+            break
+        if "create_timer" in line or "Subscription" in line or "timer" in line.lower():
+            break
+    bridge.send_signal(2)
+    rest, _ = bridge.communicate(timeout=30)
+    assert bridge.returncode == 0, rest
+    assert "InvalidParameterTypeException" not in rest and "Traceback" not in rest
+
+
+def test_container_refuses_a_malformed_param_in_one_line_with_2():
+    out, _ = run_script("ros2_cuda_ipc_tools.components.container:main", "--load",
+                        "ros2_cuda_ipc_examples::SyntheticCamera", "--param", "memory=host")
+    assert out.returncode == 2 and "--param 'memory=host' must look like name:=value" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
