@@ -10,6 +10,13 @@ turns the descriptor back into a leased, read-only view of the very same memory.
 from .cross_device import CROSS_DEVICE_MODES, CrossDevice
 from .cuda_array import CudaArray
 from .cuda_driver import device_count as cuda_device_count
+from .diagnostics import (
+    DIAGNOSTICS_TOPIC,
+    STATUS_PREFIX,
+    DiagnosticsReporter,
+    PoolDiagnostics,
+    ReaderDiagnostics,
+)
 from .dlpack_dtype import DLPackDType
 from .download import BackgroundDownload
 from .errors import (
@@ -61,7 +68,9 @@ __all__ = [
     "CROSS_DEVICE_MODES",
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_REUSE_DELAY",
+    "DIAGNOSTICS_TOPIC",
     "STARTUP_ERRORS",
+    "STATUS_PREFIX",
     "ArrayProtocols",
     "ArrayView",
     "BackgroundDownload",
@@ -75,6 +84,7 @@ __all__ = [
     "CudaUnavailableError",
     "DLPackDType",
     "DeviceMismatchError",
+    "DiagnosticsReporter",
     "DownloadBridge",
     "FallbackMode",
     "InvalidDescriptorError",
@@ -83,10 +93,12 @@ __all__ = [
     "NodeParameter",
     "ParameterError",
     "ParameterValue",
+    "PoolDiagnostics",
     "PoolUnavailableError",
     "PublishBlock",
     "ReadHandle",
     "Reader",
+    "ReaderDiagnostics",
     "Ros2CudaIpcError",
     "Route",
     "StaleDescriptorError",

@@ -225,6 +225,12 @@ class Reader:
         stats["leases_held"] = sum(pool.leases_held for pool in imported)
         return stats
 
+    def leases_by_pool(self) -> dict[str, int]:
+        """Leases this process holds now, by pool id (hex) of every pool still imported: what diagnostics report."""
+        with self._lock:
+            imported = list(self._imported)
+        return {pool.header.pool_id.hex(): pool.leases_held for pool in imported if not pool.closed}
+
     def close(self) -> None:
         """Forget every pool: idle ones close at once, the others when their last handle and view are gone."""
         with self._lock:

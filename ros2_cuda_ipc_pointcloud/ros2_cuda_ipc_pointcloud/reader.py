@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from ros2_cuda_ipc_core import Reader, ReadHandle, TypedReader
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
@@ -19,8 +20,9 @@ class PointCloudReader(TypedReader[CloudLayout, GpuPointCloud2, PointCloudView])
     (a layout seen before is not parsed again: see ``LayoutCache``).
     """
 
-    def __init__(self, reader: Reader | None = None, allowed_uids: Iterable[int] | None = None) -> None:
-        super().__init__(reader, allowed_uids)
+    def __init__(self, reader: Reader | None = None, allowed_uids: Iterable[int] | None = None, *,
+                 node: Any = None, topic: str | None = None, diagnostics: bool = True) -> None:
+        super().__init__(reader, allowed_uids, node=node, topic=topic, diagnostics=diagnostics)
         self.layouts = LayoutCache()
 
     def layout_of(self, msg: GpuPointCloud2) -> CloudLayout:

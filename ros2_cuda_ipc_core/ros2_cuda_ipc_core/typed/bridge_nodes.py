@@ -103,15 +103,18 @@ class DownloadBridge(_Counted, Node, Generic[V]):
     PARAMETERS: tuple[NodeParameter, ...] = (
         NodeParameter("max_rate", 0.0, "downloads a second at most (0: every message)"),
         NodeParameter("stats_period", 10.0, "seconds between two lines of counts in the log"),
+        NodeParameter("diagnostics", True, "report the pools and readers on /diagnostics once a second"),
     )
 
     def __init__(self, node_name: str, reader: TypedReader[Any, Any, V], convert: Callable[[V], Any],
                  in_type: type, in_topic: str, out_type: type, out_topic: str, item: str, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
+        declare(self, "diagnostics")  # before the reader reports (it reads the parameter)
         self.max_rate = _not_negative("max_rate", declare(self, "max_rate"))
         stats_period = _positive("stats_period", declare(self, "stats_period"))
         self.max_frame_bytes = _max_frame_bytes(self)
         self.reader = reader
+        reader.report_to(self, in_topic)
         self.converted = self.skipped = 0
         self._guard = _MessageGuard(self, item)
         self._convert = convert
@@ -166,10 +169,12 @@ class UploadBridge(_Counted, Node, Generic[P]):
         NodeParameter("block_count", 4, "blocks in the pool (at least 2)"),
         NodeParameter("reuse_delay", DEFAULT_REUSE_DELAY, "seconds before a published block is reused (finite, not negative)"),
         NodeParameter("stats_period", 10.0, "seconds between two lines of counts in the log"),
+        NodeParameter("diagnostics", True, "report the pools and readers on /diagnostics once a second"),
     )
 
     def __init__(self, node_name: str, in_type: type, in_topic: str, item: str, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
+        declare(self, "diagnostics")  # before the publisher reports (it reads the parameter)
         self.memory, self.block_count, self.reuse_delay, stats_period = self._start_parameters()
         self.max_frame_bytes = _max_frame_bytes(self)
         self.publisher: P | None = None

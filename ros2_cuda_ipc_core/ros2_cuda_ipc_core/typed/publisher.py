@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
+from ..diagnostics import PoolDiagnostics
 from ..pool import DEFAULT_REUSE_DELAY, BlockManager, MemoryKind
 from ..publish_block import PublishBlock
 from ..streams import StreamLike
@@ -35,12 +36,14 @@ class TypedPublisher(Generic[L, M]):
     have subscribers, at most ``fallback_rate`` Hz (0: every frame), off the publishing thread
     (:attr:`twins`, ``fallback_stats()``).  ``fallback=False`` advertises none.  ``node=None`` makes a local
     publisher: its messages are returned, never sent (the subscriptions' uploads of fallback frames).
+    The pool is reported on ``/diagnostics`` once a second unless ``diagnostics=False`` (or the node's
+    ``diagnostics`` parameter is false).
     """
 
     def __init__(self, node: Any, topic: str, message_type: type[M], layout: L, *, block_size: int | None = None,
                  block_count: int = 4, memory: MemoryKind = "auto", device: int = 0, qos: Any = 10,
                  reuse_delay: float = DEFAULT_REUSE_DELAY, fallback: bool = True, fallback_rate: float = 0.0,
-                 fallback_topic: str | None = None) -> None:
+                 fallback_topic: str | None = None, diagnostics: bool = True) -> None:
         self.layout = layout
         self.message_type = message_type
         self.pool = BlockManager(block_size or layout.padded_extent, block_count=block_count, memory=memory,
@@ -60,6 +63,7 @@ class TypedPublisher(Generic[L, M]):
         # The next message is built ahead, after the previous publish: constructing one (its header, core and
         # arrays) costs more than the rest of a publish at camera rates, and it would sit between stamp and send.
         self._spare: list[M] = [message_type()]
+        self._diagnostics = PoolDiagnostics(node, topic, self.pool) if diagnostics and node is not None else None
 
     def twin_specs(self, base_topic: str) -> list[TwinSpec]:
         """The CPU twins of this publisher, the first on ``base_topic``; none by default."""
@@ -130,6 +134,9 @@ class TypedPublisher(Generic[L, M]):
             return self.publish_block(block, layout, None, header, byte_size=max(len(host), layout.byte_extent))
 
     def close(self) -> None:
+        if self._diagnostics is not None:
+            self._diagnostics.close()
+            self._diagnostics = None
         if self.twins is not None:
             self.twins.close()
             self.twins = None

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
+from ..diagnostics import ReaderDiagnostics
 from ..errors import InvalidDescriptorError
 from ..read_handle import ReadHandle
 from ..reader import Reader
@@ -19,11 +20,22 @@ V = TypeVar("V")
 class TypedReader(Generic[L, M, V]):
     """Reads typed messages (a ``core`` and a ``header`` field); subclasses say how to parse and how to view.
 
-    Share one ``Reader`` between typed readers so a pool is imported once per process.
+    Share one ``Reader`` between typed readers so a pool is imported once per process.  Given the ``node`` it
+    reads for (and the ``topic``, for the report), it is reported on ``/diagnostics`` once a second unless
+    ``diagnostics=False`` or the node's ``diagnostics`` parameter is false.
     """
 
-    def __init__(self, reader: Reader | None = None, allowed_uids: Iterable[int] | None = None) -> None:
+    def __init__(self, reader: Reader | None = None, allowed_uids: Iterable[int] | None = None, *,
+                 node: Any = None, topic: str | None = None, diagnostics: bool = True) -> None:
         self.reader = reader if reader is not None else Reader(allowed_uids=allowed_uids)
+        self._diagnostics: ReaderDiagnostics | None = None
+        if node is not None and diagnostics:
+            self.report_to(node, topic)
+
+    def report_to(self, node: Any, topic: str | None = None) -> None:
+        """Report this reader on ``/diagnostics`` from ``node`` (for a reader made before its node)."""
+        self.close()
+        self._diagnostics = ReaderDiagnostics(node, topic, self.reader)
 
     def layout_of(self, msg: M) -> L:
         """The message's layout, checked against ``msg.core.byte_size``; InvalidDescriptorError naming the field."""
@@ -42,10 +54,19 @@ class TypedReader(Generic[L, M, V]):
             raise
         handle = self.reader.read(msg.core, stream)
         try:
-            return self.view_of(handle, layout, msg, stream_handle(stream))
+            view = self.view_of(handle, layout, msg, stream_handle(stream))
         except BaseException:
             handle.close()
             raise
+        if self._diagnostics is not None:
+            self._diagnostics.stamped(msg.header.stamp)
+        return view
 
     def stats(self) -> dict[str, int]:
         return self.reader.stats()
+
+    def close(self) -> None:
+        """Stop reporting on ``/diagnostics`` (the shared ``Reader`` is left to its owner)."""
+        if self._diagnostics is not None:
+            self._diagnostics.close()
+            self._diagnostics = None

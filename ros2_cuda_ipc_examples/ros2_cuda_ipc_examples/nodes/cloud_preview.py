@@ -65,7 +65,7 @@ class CloudPreview(PipelineNode):
         if self.rate <= 0 or self.snapshot_period <= 0 or self.margin < 0:
             raise ParameterError(f"rate ({self.rate}) and snapshot_period ({self.snapshot_period}) must be positive, "
                                  f"margin ({self.margin}) not negative")
-        self.reader = PointCloudReader()
+        self.reader = PointCloudReader(node=self, topic="downsampled")
         self._out = self.create_publisher(PointCloud2, "preview", 2)
         self._last_download = self._last_snapshot = -float("inf")
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cloud_png")

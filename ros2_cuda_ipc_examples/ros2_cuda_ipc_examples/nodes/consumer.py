@@ -41,7 +41,7 @@ class ImageConsumer(PipelineNode):
     def __init__(self, default_name: str, **kwargs: Any) -> None:
         super().__init__(default_name, **kwargs)
         self.transport = self.parameter("transport")
-        self.reader = ImageReader()
+        self.reader = ImageReader(node=self, topic=self.input_topic)
         self._probes: dict[tuple[int, int], tuple[Probe, Any, Any]] = {}
         self.prepare_gpu()
         if self.transport == "sensor_msgs":

@@ -47,6 +47,7 @@ class PipelineNode(Node):
     PARAMETERS: tuple[NodeParameter, ...] = (
         NodeParameter("stats_period", 1.0, "seconds between two reports on pipeline_stats"),
         NodeParameter("block_count", 4, "blocks in each pool this node publishes from (at least 2)"),
+        NodeParameter("diagnostics", True, "report this node's pools and readers on /diagnostics once a second"),
         NodeParameter("reuse_delay", DEFAULT_REUSE_DELAY, "seconds before a published block is reused (finite, not negative)"),
         NodeParameter("warmup_frames", 30, "first frames left out of the steady-state latency percentiles"),
         NodeParameter("trace_path", "", "write each frame's timings to this file (empty: none)"),
@@ -54,6 +55,7 @@ class PipelineNode(Node):
 
     def __init__(self, default_name: str, **kwargs: Any) -> None:
         super().__init__(default_name, **kwargs)
+        self.parameter("diagnostics")  # declared first: the pools and readers made next read it
         self.counts = {"in": 0, "out": 0, "checked": 0, "bad": 0, "stale": 0, "lost": 0, "gone": 0}
         warmup_frames = self.parameter("warmup_frames")
         if warmup_frames < 0:

@@ -51,7 +51,7 @@ class VoxelDownsample(PipelineNode):
         if self.voxel <= 0:
             raise ParameterError(f"voxel ({self.voxel}) must be positive")
         self.block_count, self.reuse_delay = self.pool_parameters()
-        self.reader = PointCloudReader()
+        self.reader = PointCloudReader(node=self, topic="points")
         self.busy = 0
         self._probes: dict[tuple[int, int], LidarProbe] = {}
         arrays = self.prepare_gpu()
