@@ -32,6 +32,7 @@ setup(
         ],
         "ros2_cuda_ipc.components": [
             "ros2_cuda_ipc_tools::Viewer = ros2_cuda_ipc_tools.viewer.node:Viewer",
+            "cuda_ipc_top = ros2_cuda_ipc_tools.top.main:main",
         ],
     },
 )

@@ -1,0 +1,89 @@
+"""``cuda_ipc_top``: a live table of every ros2_cuda_ipc pool and reader on the graph, once a second.
+
+    cuda_ipc_top                      # the table, redrawn every second; Ctrl-C ends it (exit code 0)
+    cuda_ipc_top --once --json        # one snapshot as JSON, for scripts
+
+Fed from diagnostic_msgs/DiagnosticArray on /diagnostics, which every pool and typed reader
+publishes once a second (unless its node's diagnostics parameter is false).  Per topic: the
+publisher (node and pid), memory and device, publish rate, blocks in use by the publisher / held by
+readers / free, stale frames dropped by its readers, each reader (pid:leases held) and the slowest
+reader's median latency from the stamp.  Named so it never shadows the system's top.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from ros2_cuda_ipc_core import DIAGNOSTICS_TOPIC, run_tool, tool_parser
+
+from .board import Board, render_table
+
+__all__ = ["main"]
+
+CLEAR = "\x1b[H\x1b[2J"
+
+
+def _positive(text: str) -> float:
+    import argparse
+
+    value = float(text)
+    if not value > 0 or value != value:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, not {text!r}")
+    return value
+
+
+def _parser() -> Any:
+    parser = tool_parser(__name__, __doc__, prog="cuda_ipc_top")
+    parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
+    parser.add_argument("--json", action="store_true", help="print JSON (one object per snapshot) instead of the table")
+    parser.add_argument("--period", type=_positive, default=1.0, help="seconds between two snapshots (default: 1)")
+    parser.add_argument("--wait", type=_positive, default=2.5,
+                        help="with --once: seconds to listen first, longer than a diagnostics period (default: 2.5)")
+    return parser
+
+
+def _snapshot(board: Board, as_json: bool) -> str:
+    rows = board.rows()
+    if as_json:
+        return json.dumps({"time": time.time(), "topics": [row.as_json() for row in rows]})
+    return render_table(rows)
+
+
+def watch(once: bool, as_json: bool, period: float, wait: float, ros_args: list[str]) -> int:
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.signals import SignalHandlerOptions
+
+    rclpy.init(args=[sys.argv[0], *ros_args], signal_handler_options=SignalHandlerOptions.NO)  # run_tool's handlers
+    node = rclpy.create_node("cuda_ipc_top")
+    board = Board(stale_after=max(3.0, 3 * period))
+    node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, board.add, 50)
+    live = sys.stdout.isatty() and not as_json
+    try:
+        next_at = time.monotonic() + (wait if once else min(period, 1.5))
+        while True:
+            rclpy.spin_once(node, timeout_sec=max(0.0, min(0.1, next_at - time.monotonic())))
+            if time.monotonic() < next_at:
+                continue
+            text = _snapshot(board, as_json)
+            print(f"{CLEAR}{text}" if live else text, flush=True)
+            if once:
+                return 0
+            next_at += period
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    split = args_in.index("--ros-args") if "--ros-args" in args_in else len(args_in)
+    args = _parser().parse_args(args_in[:split])
+    raise SystemExit(run_tool(lambda: watch(args.once, args.json, args.period, args.wait, args_in[split:])))
+
+
+if __name__ == "__main__":
+    main()

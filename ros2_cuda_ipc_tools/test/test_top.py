@@ -1,0 +1,65 @@
+"""cuda_ipc_top's board: statuses from /diagnostics joined per topic; others' statuses ignored; gone nodes dropped.
+
+A real pipeline under top is in ros2_cuda_ipc_examples/test/test_top_pipeline.py."""
+
+import json
+import subprocess
+import sys
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+
+from ros2_cuda_ipc_tools.top import Board, render_table
+
+
+def status(name: str, **values: object) -> DiagnosticStatus:
+    return DiagnosticStatus(name=name, values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+
+
+POOL = status("ros2_cuda_ipc pool: /cam/image", kind="pool", topic="/cam/image", node="/cam/camera", pid=100,
+              pool_id="aa", memory="host", device="-", block_count=4, block_size=10, blocks_in_use=1,
+              blocks_held_by_readers=2, blocks_free=1, published=50, rate_hz="30.0", acquire_misses=0)
+READER = status("ros2_cuda_ipc reader: /cam/enc /cam/image", kind="reader", topic="/cam/image", node="/cam/enc",
+                pid=200, reads=40, rate_hz="29.5", stale_drops=3, leases_held=2, latency_p50_ms="4.50",
+                latency_p99_ms="9.00", pools="aa:2")
+ORPHAN = status("ros2_cuda_ipc reader: /x/r /x/points", kind="reader", topic="/x/points", node="/x/r", pid=300,
+                reads=0, rate_hz="0.0", stale_drops=0, leases_held=0, latency_p50_ms="-", latency_p99_ms="-", pools="")
+
+
+def test_readers_join_the_pool_they_lease_from():
+    board = Board()
+    board.add(DiagnosticArray(status=[POOL, READER, ORPHAN, status("battery", level="ok")]), now=0.0)
+    rows = board.rows(now=1.0)
+    assert [row.topic for row in rows] == ["/cam/image", "/x/points"]
+    image = rows[0]
+    assert (image.publisher, image.pid, image.rate_hz, image.blocks_in_use, image.blocks_held, image.blocks_free) == \
+        ("/cam/camera", 100, 30.0, 1, 2, 1)
+    assert [(r.node, r.pid, r.leases) for r in image.readers] == [("/cam/enc", 200, 2)]
+    assert image.stale_drops == 3 and image.latency_p50_ms == 4.5
+    assert rows[1].publisher == "?" and rows[1].readers[0].latency_p50_ms is None
+    table = render_table(rows)
+    assert "/cam/camera (100)" in table and "200:2" in table and table.count("\n") == 2
+
+
+def test_a_node_not_heard_from_drops_off():
+    board = Board(stale_after=3.0)
+    board.add(DiagnosticArray(status=[POOL]), now=0.0)
+    board.add(DiagnosticArray(status=[READER]), now=2.5)
+    assert [len(row.readers) for row in board.rows(now=4.0)] == [1]  # the pool went quiet, its reader did not
+    assert board.rows(now=4.0)[0].publisher == "?"
+    assert board.rows(now=6.0) == []
+    assert render_table([]).startswith("no ros2_cuda_ipc pools or readers")
+
+
+def test_once_json_with_nothing_running_prints_an_empty_board():
+    out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_tools.top", "--once", "--json", "--wait", "1"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    snapshot = json.loads(out.stdout)  # one JSON object, nothing else on stdout
+    assert isinstance(snapshot["topics"], list) and snapshot["time"] > 0
+
+
+def test_bad_arguments_are_refused_with_2():
+    for args in (["--period", "0"], ["--period", "soon"], ["--bogus"]):
+        out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_tools.top", *args], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, (args, out.stderr)
