@@ -46,7 +46,7 @@ def test_top_shows_the_fanout_pipeline_pools_and_readers(tmp_path):
         assert live.stdout is not None
         first = live.stdout.readline()  # the table's header: top is drawing
         live.send_signal(signal.SIGINT)
-        out, err = live.communicate(timeout=30)
+        _, err = live.communicate(timeout=30)
         assert live.returncode == 0 and "Traceback" not in err, err
         assert first.startswith("topic") or first.startswith("no ros2_cuda_ipc"), first
     finally:

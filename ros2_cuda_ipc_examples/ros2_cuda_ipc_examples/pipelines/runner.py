@@ -53,7 +53,20 @@ Watcher = Callable[[StatsTable, dict[str, int]], None]
 
 
 class PipelineFailed(RuntimeError):
-    """A node's process ended early or never reported; the message names it and shows its last log lines."""
+    """A node's process ended early or never reported; the message names it and shows its last log lines.
+
+    ``reason`` is the message's first line (what a run's last line says); ``summary`` what the nodes had reported,
+    marked failed, once the run is stopped (None before)."""
+
+    summary: dict[str, Any] | None = None
+
+    @property
+    def reason(self) -> str:
+        return str(self).split("\n", 1)[0]
+
+
+class PipelineConflict(PipelineFailed):
+    """Another pipeline (or another publisher of its topics) runs in the namespace: its reports would mix with ours."""
 
 
 def positive_number(kind: type) -> Any:
@@ -104,7 +117,8 @@ def add_run_arguments(parser: argparse.ArgumentParser,
                         help="the container's executor with --compose (default: single)")
     parser.add_argument("--out", type=Path, default=Path("pipeline-output"),
                         help="where pipeline-summary.json, preview.png and the node logs go (default: %(default)s)")
-    parser.add_argument("--namespace", default=None, help="ROS namespace of the nodes (default: /PIPELINE)")
+    parser.add_argument("--namespace", default=None,
+                        help="ROS namespace of the nodes (default: the pipeline's name: /fanout, /lidar)")
     parser.add_argument("--blocks", type=positive_number(int), default=4,
                         help="blocks in each publisher's pool; more absorb slower consumers (default: %(default)s)")
     parser.add_argument("--reuse-delay", type=reuse_delay_seconds, default=DEFAULT_REUSE_DELAY, metavar="SECONDS",
@@ -127,12 +141,37 @@ def options_from(parser: argparse.ArgumentParser, args: argparse.Namespace,
         memory, why = choose_memory(args.memory)
     except MemoryChoiceError as exc:
         parser.error(str(exc))
-    namespace = args.namespace or pipeline
-    namespace = namespace if namespace.startswith("/") else "/" + namespace
+    namespace = _checked_namespace(parser, args.namespace or pipeline)
+    _check_out_dir(parser, args.out)
     if args.blocks < 2:
         parser.error(f"argument --blocks: a pool needs at least 2 blocks, not {args.blocks}")
     return PipelineOptions(size[0], size[1], fps, memory, args.frames or 0, args.seconds or 0.0,
                            namespace, args.out, args.blocks, args.reuse_delay, args.tensor_dtype), why
+
+
+def _checked_namespace(parser: argparse.ArgumentParser, namespace: str) -> str:
+    """``namespace`` made absolute, or a usage error naming what ROS refuses in it (before anything starts)."""
+    from rclpy.exceptions import InvalidNamespaceException
+    from rclpy.validate_namespace import validate_namespace
+
+    namespace = namespace if namespace.startswith("/") else "/" + namespace
+    try:
+        validate_namespace(namespace)
+    except InvalidNamespaceException as exc:
+        parser.error(f"argument --namespace: {namespace!r} is not a ROS namespace: "
+                     f"{str(exc).splitlines()[0].split(': ', 1)[-1].rstrip(':')}")
+    return namespace
+
+
+def _check_out_dir(parser: argparse.ArgumentParser, out: Path) -> None:
+    """``--out`` (and its ``logs/``) must be a directory this process can write, now rather than after the start."""
+    try:
+        (out / "logs").mkdir(parents=True, exist_ok=True)
+        probe = out / ".pipeline-write-check"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        parser.error(f"argument --out: cannot write {out}: {exc.strerror or exc}")
 
 
 @dataclass
@@ -303,35 +342,49 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
     try:  # from here on every exit stops what was started and shuts rclpy down: the next run in this process starts clean
         monitor = rclpy.create_node("pipeline_monitor", namespace=options.namespace)
         def on_stats(msg: String) -> None:
+            _refuse_foreign_report(msg.data, children, options.namespace)
             table.add(msg.data)
 
         monitor.create_subscription(String, STATS_TOPIC, on_stats, 50)
         spinner.add_node(monitor)
+        _refuse_a_running_pipeline(spinner, monitor, pipeline, options.namespace)
         for name, command in commands.items():
             children.append(_start(name, command, log_dir))
         started = time.monotonic()
         _watch(spinner, table, children, _Screen(stream, title), started, restarts, watcher)
     except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C: stop the nodes, keep what they reported
         interrupted = True
-        _collect_last_reports(spinner, table)
+        _collect_last_reports(spinner, table, pipeline.source)
+    except PipelineFailed as early:  # stopped below; the summary says what was reported, marked failed
+        early.summary = {"failure": early.reason}
+        raise
     finally:
         codes = _stop(children)
         spinner.shutdown(timeout_sec=1.0)
         for node in spinner.get_nodes():
             node.destroy_node()
         rclpy.try_shutdown()
+        _fill_failed_summary(sys.exc_info()[1], pipeline, options, table, compose, started, codes)
     failed = {name: code for name, code in codes.items() if code != 0 and not restarts.waiting(name)}
     if failed and not interrupted:
-        name = next(iter(failed))
-        child = next(c for c in children if c.name == name)
-        others = ", ".join(f"{other} {code}" for other, code in failed.items() if other != name)
-        also = f" (exit codes of the others that failed: {others})" if others else ""
-        if child.killed:
-            raise PipelineFailed(f"{name} (pid {child.process.pid}) was still running {STOP_TIMEOUT:.0f} s after SIGINT "
-                                 f"and was killed{also}; where its threads were, and its log ({child.log}), end:\n"
-                                 f"{child.tail(80)}\nits threads below Python: {child.stacks}")
-        raise PipelineFailed(f"{name} exited with code {failed[name]} when asked to stop{also}:\n{child.tail()}")
+        failure = _stop_failure(children, failed)
+        failure.summary = {**_summary(pipeline, options, table, compose, time.monotonic() - started, False, codes),
+                           "ok": False, "failure": failure.reason}
+        raise failure
     return _summary(pipeline, options, table, compose, time.monotonic() - started, interrupted, codes)
+
+
+def _stop_failure(children: list[_Child], failed: dict[str, int]) -> PipelineFailed:
+    """What to say of nodes that did not end cleanly when asked to stop."""
+    name = next(iter(failed))
+    child = next(c for c in children if c.name == name)
+    others = ", ".join(f"{other} {code}" for other, code in failed.items() if other != name)
+    also = f" (exit codes of the others that failed: {others})" if others else ""
+    if child.killed:
+        return PipelineFailed(f"{name} (pid {child.process.pid}) was still running {STOP_TIMEOUT:.0f} s after SIGINT "
+                              f"and was killed{also}; where its threads were, and its log ({child.log}), end:\n"
+                              f"{child.tail(80)}\nits threads below Python: {child.stacks}")
+    return PipelineFailed(f"{name} exited with code {failed[name]} when asked to stop{also}:\n{child.tail()}")
 
 
 def traced(pipeline: Pipeline, out_dir: Path) -> Pipeline:
@@ -361,6 +414,45 @@ def print_tail_frames(tails: dict[str, Any], stream: IO[str] = sys.stdout) -> No
         stream.write(f"trace: {name:<10} {tail['tail_frames']} frames >= {tail['tail_from_ms']:.1f} ms: {steps} ms\n")
 
 
+def _refuse_a_running_pipeline(spinner: Any, monitor: Any, pipeline: Pipeline, namespace: str,
+                               seconds: float = 1.0) -> None:
+    """Look at the ROS graph for ``seconds`` (discovery): a node of this pipeline's names, or a publisher of its
+    stats topic, already in ``namespace`` is another run there, and a :class:`PipelineConflict`."""
+    deadline = time.monotonic() + seconds
+    stats_topic = f"{namespace.rstrip('/')}/{STATS_TOPIC}"
+    ours = {f"{namespace.rstrip('/')}/{name}" for name in pipeline.node_names}
+    while time.monotonic() < deadline:
+        spinner.spin_once(timeout_sec=0.1)
+        present = {f"{ns.rstrip('/')}/{name}" for name, ns in monitor.get_node_names_and_namespaces()}
+        taken = sorted(ours & present)
+        if taken or monitor.count_publishers(stats_topic):
+            seen = ", ".join(taken) or f"{stats_topic} has a publisher"
+            raise PipelineConflict(f"another pipeline runs in {namespace} ({seen}): its frames and reports would mix "
+                                   "with this run's; stop it or pass another --namespace")
+
+
+def _refuse_foreign_report(data: str, children: list[_Child], namespace: str) -> None:
+    """A report from a process this run did not start (a second pipeline started in the same namespace after
+    this one looked) would make nonsense of the table: a :class:`PipelineConflict`."""
+    try:
+        pid = int(json.loads(data).get("pid", 0))
+    except (ValueError, TypeError, AttributeError):
+        return  # not a report; the table ignores it too
+    ours = {child.process.pid for child in children}
+    if children and pid and pid not in ours:
+        raise PipelineConflict(f"a node of another process (pid {pid}) reports in {namespace}: another pipeline runs "
+                               f"there; stop it or pass another --namespace")
+
+
+def _fill_failed_summary(error: BaseException | None, pipeline: Pipeline, options: PipelineOptions, table: StatsTable,
+                         compose: bool, started: float, codes: dict[str, int]) -> None:
+    """A failed run's summary, once its nodes are stopped: what they reported, ``ok`` false, and why."""
+    if isinstance(error, PipelineFailed) and error.summary is not None:
+        reason = error.summary.get("failure", error.reason)
+        error.summary = {**_summary(pipeline, options, table, compose, time.monotonic() - started, False, codes),
+                         "ok": False, "failure": reason}
+
+
 def _init_keeping_ctrl_c(rclpy: Any) -> None:
     """rclpy without its signal handlers where it allows (Humble's first releases did not): Ctrl-C is then a
     KeyboardInterrupt that leaves the context up, so the nodes' last reports can still be read."""
@@ -372,12 +464,22 @@ def _init_keeping_ctrl_c(rclpy: Any) -> None:
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
 
 
-def _collect_last_reports(spinner: Any, table: StatsTable, seconds: float = 1.2) -> None:
-    """After Ctrl-C: one more report from each node (every node reports once a second), unless Ctrl-C again."""
-    seen = {name: report["time"] for name, report in table.latest.items()}
+def _collect_last_reports(spinner: Any, table: StatsTable, source: str | None = None, seconds: float = 2.5) -> None:
+    """After Ctrl-C: a fresh report from every consumer, then one from ``source`` sent after all of them, so the
+    frames published are counted after the last frame checked (a consumer never checks more than was sent);
+    unless Ctrl-C again or ``seconds`` pass."""
+    stop = time.time()
     deadline = time.monotonic() + seconds
+    consumers = [name for name in table.latest if name != source]
+
+    def fresh(name: str, after: float) -> bool:
+        return table.latest[name]["time"] > after
+
     try:
-        while time.monotonic() < deadline and any(table.latest[name]["time"] == t for name, t in seen.items()):
+        while time.monotonic() < deadline and not all(fresh(name, stop) for name in consumers):
+            spinner.spin_once(timeout_sec=0.1)
+        last_check = max([table.latest[name]["time"] for name in consumers] or [stop])
+        while source in table.latest and time.monotonic() < deadline and not fresh(source, last_check):
             spinner.spin_once(timeout_sec=0.1)
     except Exception:  # the context was shut down by rclpy's own handler, or Ctrl-C again: keep what we have
         return
@@ -534,8 +636,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary = run_pipeline(pipeline, options, compose=args.compose, executor=args.executor, title=title,
                                record=args.record, restart=args.restart)
     except PipelineFailed as exc:
-        print(f"{pipeline.name}: FAILED: {exc}", file=sys.stderr)
-        return 1
+        return report_failure(pipeline.name, exc, options.out_dir)
     if args.trace:
         summary["tail_frames"] = tail_frames(pipeline, options.out_dir)
     path = write_summary(summary, options.out_dir)
@@ -545,7 +646,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.record is not None:
         print(f"{pipeline.name}: recorded into {args.record} (bag_record's table: {options.out_dir / 'logs'}/"
               "bag_record.log)")
-    return 0 if summary["ok"] or summary["interrupted"] else 1
+    if summary["ok"] or summary["interrupted"]:
+        return 0
+    print(f"{pipeline.name}: FAILED: {'; '.join(failure_reasons(summary))}", flush=True)
+    return 1
+
+
+def report_failure(name: str, failure: PipelineFailed, out_dir: Path) -> int:
+    """A failed run: the details (logs) first, the summary written (marked failed), the reason on the last line."""
+    print(f"{name}: {failure}", file=sys.stderr, flush=True)
+    if failure.summary is not None:
+        print(f"{name}: summary {write_summary(failure.summary, out_dir)} (failed)", flush=True)
+    print(f"{name}: FAILED: {failure.reason}", file=sys.stderr, flush=True)
+    return 1
+
+
+def failure_reasons(summary: dict[str, Any]) -> list[str]:
+    """Why a finished run is not ok, one phrase a cause, from its summary."""
+    reasons = []
+    if not summary["frames_published"]:
+        reasons.append(f"{summary['source']} published no frame")
+    reasons += [f"{name} checked no frame" for name, checked in summary["frames_checked"].items() if not checked]
+    reasons += [f"{name} found {report['bad']} bad frames" for name, report in summary["nodes"].items()
+                if report and not report.get("source") and report.get("bad")]
+    reasons += [f"{name} never reported" for name, report in summary["nodes"].items() if not report]
+    reasons += [f"{name} exited with code {code}" for name, code in summary["exit_codes"].items() if code]
+    return reasons or ["see the table above"]
 
 
 def console_main() -> None:

@@ -1,0 +1,112 @@
+"""The pipeline runner as a user meets it: arguments refused before anything starts, a second pipeline in the
+namespace refused, Ctrl-C (even when started with SIGINT ignored) counting consistently, a failure's reason on the
+last line and its summary written, marked failed."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ros2_cuda_ipc_examples.pipelines.definitions import Pipeline, PipelineOptions
+from ros2_cuda_ipc_examples.pipelines.runner import PipelineFailed, failure_reasons, report_failure, run_pipeline
+from ros2_cuda_ipc_tools import ComponentSpec
+
+PIPELINE = [sys.executable, "-m", "ros2_cuda_ipc_examples.pipelines.runner"]
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--namespace", "bad-ns"], "argument --namespace: '/bad-ns' is not a ROS namespace"),
+    (["--out", "/proc/nope"], "argument --out: cannot write /proc/nope"),
+    (["--size", "10x10"], "below the smallest fanout frame"),
+])
+def test_a_bad_argument_is_refused_before_anything_starts(args, said, tmp_path):
+    started = time.monotonic()
+    out = subprocess.run([*PIPELINE, "fanout", "--memory", "host", *args], capture_output=True, text=True, timeout=60,
+                         cwd=tmp_path)
+    took = time.monotonic() - started
+    assert out.returncode == 2 and said in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert not (tmp_path / "pipeline-output" / "logs").exists() or args[0] == "--size"
+    print(f"refused in {took:.1f} s")  # shown with -s; no timing assertion on a loaded machine
+
+
+def _wait_for_preview(tmp_path: Path, runner: subprocess.Popen, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not (tmp_path / "preview.png").exists():
+        assert runner.poll() is None, runner.communicate()
+        time.sleep(0.2)
+    assert (tmp_path / "preview.png").exists(), "the pipeline never ran"
+
+
+@pytest.mark.timeout(240)
+def test_ctrl_c_counts_every_checked_frame_as_published_even_when_started_with_sigint_ignored(tmp_path):
+    runner = subprocess.Popen([*PIPELINE, "fanout", "--size", "160x120", "--fps", "15", "--memory", "host", "--out",
+                               str(tmp_path), "--namespace", "/ctrl_c_counts"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))  # a script's `cmd &`
+    try:
+        _wait_for_preview(tmp_path, runner)
+        time.sleep(2.0)  # frames in flight at every consumer when the stop comes
+        runner.send_signal(signal.SIGINT)
+        _, err = runner.communicate(timeout=90)  # before: SIGINT was ignored and this ran until killed
+    finally:
+        runner.kill()
+    assert runner.returncode == 0, err
+    summary = json.loads((tmp_path / "pipeline-summary.json").read_text())
+    assert summary["interrupted"] and summary["frames_published"] > 0
+    for name, checked in summary["frames_checked"].items():
+        assert checked <= summary["frames_published"], (name, checked, summary["frames_published"])
+
+
+@pytest.mark.timeout(240)
+def test_a_second_pipeline_in_the_same_namespace_is_refused_and_the_first_runs_on(tmp_path):
+    first_out, second_out = tmp_path / "first", tmp_path / "second"
+    first = subprocess.Popen([*PIPELINE, "fanout", "--size", "160x120", "--fps", "10", "--memory", "host", "--out",
+                              str(first_out), "--namespace", "/twice"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        _wait_for_preview(first_out, first)
+        second = subprocess.run([*PIPELINE, "fanout", "--size", "160x120", "--memory", "host", "--seconds", "5",
+                                 "--out", str(second_out), "--namespace", "/twice"], capture_output=True, text=True,
+                                timeout=120)
+        assert second.returncode == 1, second.stderr
+        last = second.stderr.strip().splitlines()[-1]
+        assert last.startswith("fanout: FAILED: another pipeline runs in /twice"), second.stderr
+        summary = json.loads((second_out / "pipeline-summary.json").read_text())
+        assert summary["ok"] is False and summary["failure"].startswith("another pipeline runs in /twice")
+        assert first.poll() is None  # the first was not disturbed
+        first.send_signal(signal.SIGINT)
+        _, err = first.communicate(timeout=90)
+        assert first.returncode == 0, err
+        first_summary = json.loads((first_out / "pipeline-summary.json").read_text())
+        assert first_summary["interrupted"] and first_summary["frames_published"] > 0
+    finally:
+        first.kill()
+
+
+def test_a_failed_run_writes_its_summary_marked_failed_and_says_why_last(tmp_path, capsys):
+    options = PipelineOptions(width=160, height=120, memory="host", namespace="/failing_summary", out_dir=tmp_path)
+    broken = Pipeline("broken", [ComponentSpec("ros2_cuda_ipc_examples::SyntheticCamera", "camera", "/failing_summary",
+                                               {"fps": -1.0, "memory": "host"})])
+    with pytest.raises(PipelineFailed) as failure:
+        run_pipeline(broken, options, stream=None)
+    assert failure.value.summary is not None
+    assert report_failure("broken", failure.value, tmp_path) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("broken: FAILED: camera (pid ") and "exited with code 2" in err[-1]
+    summary = json.loads((tmp_path / "pipeline-summary.json").read_text())
+    assert summary["ok"] is False and "exited with code 2" in summary["failure"]
+    assert summary["exit_codes"] == {"camera": 2}
+
+
+def test_a_run_that_is_not_ok_names_each_cause():
+    summary = {"source": "lidar", "frames_published": 0, "frames_checked": {"voxel": 0, "preview": 0},
+               "nodes": {"lidar": {"source": True}, "voxel": {"bad": 0}, "preview": None}, "exit_codes": {"voxel": 1}}
+    assert failure_reasons(summary) == ["lidar published no frame", "voxel checked no frame",
+                                        "preview checked no frame", "preview never reported",
+                                        "voxel exited with code 1"]
