@@ -128,9 +128,10 @@ def test_cuda_without_a_gpu_is_one_line() -> None:
 def test_help_shows_every_default() -> None:
     out = subprocess.run([*COMMAND, "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0
-    options = [line.split()[0] for line in out.stdout.splitlines() if line.lstrip().startswith("--")]
+    options = [line.split()[0] for line in out.stdout.splitlines() if line.lstrip().startswith("--")
+               and not line.lstrip().startswith("--version")]
     assert len(options) >= 10
-    assert out.stdout.count("(default:") == len(options)  # every option but --help says its default
+    assert out.stdout.count("(default:") == len(options)  # every option but --help and --version says its default
 
 
 def _children(pid: int) -> list[int]:
@@ -169,3 +170,26 @@ def test_sigint_ends_the_run_with_exit_0_and_no_traceback(tmp_path: Path) -> Non
     assert run.returncode == 0, stdout + stderr
     assert "Traceback" not in stderr
     assert not Path(f"/proc/{consumer}").exists() or "zombie" in Path(f"/proc/{consumer}/status").read_text()
+
+
+def test_an_interrupted_run_is_written_as_partial_and_says_so(tmp_path: Path) -> None:
+    """Ctrl-C after the first case: results-partial.* marked partial, a full run's results.* left alone, no 'done'."""
+    (tmp_path / "results.md").write_text("a full run\n")
+    bench = subprocess.Popen([*COMMAND, "--memory", "host", "--payloads", "64x48", "ouster", "--frames", "400",
+                              "--warmup", "1", "--rates", "20", "--out", str(tmp_path)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    assert bench.stdout is not None
+    try:
+        for line in bench.stdout:
+            if line.startswith("[1/") and ": frame" not in line.rsplit("\r", 1)[-1]:  # the first case finished
+                break
+        bench.send_signal(signal.SIGINT)
+        out, err = bench.communicate(timeout=120)
+    finally:
+        bench.kill()
+    assert bench.returncode == 0 and "Traceback" not in err, err
+    assert "benchmark: interrupted by Ctrl-C after 1 of " in out and "done in" not in out, out
+    assert (tmp_path / "results.md").read_text() == "a full run\n"
+    partial = json.loads((tmp_path / "results-partial.json").read_text())
+    assert partial["partial"]["stopped_by"] == "Ctrl-C" and partial["partial"]["cases_done"] == len(partial["results"])
+    assert (tmp_path / "results-partial.md").read_text().startswith("**Partial run: stopped by Ctrl-C after ")

@@ -215,7 +215,7 @@ class ConsumerProcess:
             self.process.wait(timeout=5)
 
 
-def run(args: argparse.Namespace, plan: Plan, notes: list[str]) -> int:
+def run(args: argparse.Namespace, plan: Plan, notes: list[str], outcome: dict[str, Any] | None = None) -> int:
     import rclpy
 
     from ..bench.producer import Producer
@@ -252,6 +252,9 @@ def run(args: argparse.Namespace, plan: Plan, notes: list[str]) -> int:
     except ConsumerFailed as exc:
         print(f"\nbenchmark: {exc}", file=sys.stderr, flush=True)
         return 1
+    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: what ran is written, marked partial, beside a full run's
+        mark_partial(run_record, stop, len(plan.cases), outcome)
+        raise
     finally:
         if producer is not None:
             producer.close()
@@ -261,7 +264,7 @@ def run(args: argparse.Namespace, plan: Plan, notes: list[str]) -> int:
             consumer.process.terminate()
             consumer.process.wait(timeout=5)
         if run_record["results"]:
-            write_outputs(args.out, run_record)
+            write_outputs(args.out, run_record, "results-partial" if run_record.get("partial") else "results")
     return 0 if all(result["bad"] == 0 for result in run_record["results"]) else 1
 
 
@@ -274,16 +277,28 @@ def new_run_record(args: argparse.Namespace, plan: Plan, notes: list[str]) -> di
             "settings": settings, "machine": results.machine(plan.gpu_library), "results": []}
 
 
-def write_outputs(out: Path, run_record: dict[str, Any]) -> None:
-    """results.json, results.md and the plots; prints the tables and what was written."""
+def mark_partial(run_record: dict[str, Any], stop: BaseException, planned: int, outcome: dict[str, Any] | None) -> None:
+    """Mark a run stopped before its last case: its files say so, and are not a full run's."""
+    from ros2_cuda_ipc_core import stop_reason
+
+    run_record["partial"] = {"stopped_by": stop_reason(stop), "cases_done": len(run_record["results"]),
+                             "cases_planned": planned}
+    if outcome is not None:
+        outcome.update(run_record["partial"])
+
+
+def write_outputs(out: Path, run_record: dict[str, Any], stem: str = "results") -> None:
+    """``stem``.json, ``stem``.md and the plots; prints the tables and what was written."""
     run_record["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    results.write_json(out / "results.json", run_record)
+    results.write_json(out / f"{stem}.json", run_record)
     table = results.markdown(run_record)
-    (out / "results.md").write_text(table + "\n")
+    (out / f"{stem}.md").write_text(table + "\n")
     print("\n" + table, flush=True)
-    written = [out / "results.json", out / "results.md"]
+    written = [out / f"{stem}.json", out / f"{stem}.md"]
     missing = plots.matplotlib_missing()
-    if missing:
+    if stem != "results":
+        print("benchmark: no plots for a partial run (they would replace a full run's)", flush=True)
+    elif missing:
         print(f"benchmark: {missing}", flush=True)
     else:
         written += plots.draw(run_record["results"], out)
@@ -297,8 +312,14 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     plan, notes = resolve_plan(parser, args)
     started = time.monotonic()
-    code = run_tool(lambda: run(args, plan, notes))
-    print(f"benchmark: done in {time.monotonic() - started:.0f} s", flush=True)
+    outcome: dict[str, Any] = {}
+    code = run_tool(lambda: run(args, plan, notes, outcome))
+    took = time.monotonic() - started
+    if outcome:
+        print(f"benchmark: interrupted by {outcome['stopped_by']} after {outcome['cases_done']} of "
+              f"{outcome['cases_planned']} cases in {took:.0f} s (written as results-partial.*)", flush=True)
+    else:
+        print(f"benchmark: done in {took:.0f} s", flush=True)
     raise SystemExit(code)
 
 

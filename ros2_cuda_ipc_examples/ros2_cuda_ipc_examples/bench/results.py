@@ -244,8 +244,18 @@ def run_summary(run: dict[str, Any]) -> list[str]:
             f"{settings['blocks']} blocks per pool" + _reuse(settings), *(f"- {note}" for note in settings["notes"]), ""]
 
 
+def partial_mark(run: dict[str, Any]) -> list[str]:
+    """The first lines of a run that was stopped before its last case: what it is not."""
+    partial = run.get("partial")
+    if not partial:
+        return []
+    return [f"**Partial run: stopped by {partial['stopped_by']} after {partial['cases_done']} of "
+            f"{partial['cases_planned']} cases.** The numbers below are those cases only.", ""]
+
+
 def markdown(run: dict[str, Any]) -> str:
     rows = run["results"]
-    lines = [*run_summary(run), *latency_tables(rows), *split_tables(rows), *throughput_table(rows, run["settings"]["in_flight"]),
+    lines = [*partial_mark(run), *run_summary(run), *latency_tables(rows), *split_tables(rows),
+             *throughput_table(rows, run["settings"]["in_flight"]),
              *problem_notes(rows)]
     return "\n".join(lines)
