@@ -30,7 +30,7 @@ from .errors import (
 )
 from .jpeg import ChannelOrder, JpegUnavailableError, encode_jpeg, jpeg_backend
 from .message_bytes import message_bytes
-from .node_cli import STARTUP_ERRORS, node_help, plain_text, run_node, tool_parser
+from .node_cli import STARTUP_ERRORS, node_help, plain_text, refuse_unusable_memory, run_node, tool_parser
 from .parameters import NodeParameter, ParameterError, ParameterValue, declare, parameter_table
 from .pool import DEFAULT_REUSE_DELAY, BlockManager, MemoryKind, check_reuse_delay
 from .publish_block import PublishBlock
@@ -126,6 +126,7 @@ __all__ = [
     "node_help",
     "parameter_table",
     "plain_text",
+    "refuse_unusable_memory",
     "run_node",
     "run_nodes",
     "run_tool",

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from .node_cli import tool_parser
+from .node_cli import refuse_unusable_memory, tool_parser
 from .pool import BlockManager, MemoryKind
 from .reader import Reader
 
@@ -167,6 +167,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--count must be at least 5, got {args.count}")
     if args.size_mib <= 0:
         parser.error(f"--size-mib must be > 0, got {args.size_mib:g}")
+    refuse_unusable_memory(parser, args.memory)
     if args.rate is None:
         for name, micros in measure_tight(args.memory, args.count or 20000).items():
             print(f"{args.memory:5} {name:34} {micros:7.1f} us", flush=True)

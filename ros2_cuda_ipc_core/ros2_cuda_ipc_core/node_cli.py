@@ -21,7 +21,8 @@ from typing import Any
 from .parameters import parameter_table
 from .shutdown import run_nodes
 
-__all__ = ["STARTUP_ERRORS", "node_help", "parse_node_arguments", "plain_text", "run_node", "tool_parser", "version_of"]
+__all__ = ["STARTUP_ERRORS", "node_help", "parse_node_arguments", "plain_text", "refuse_unusable_memory", "run_node",
+           "tool_parser", "version_of"]
 
 #: What a node raises when its parameters cannot work: one line, exit code 2.
 STARTUP_ERRORS: tuple[type[Exception], ...] = (ValueError,)
@@ -58,6 +59,16 @@ def version_of(module: str) -> str:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
         return "unknown (not installed)"
+
+
+def refuse_unusable_memory(parser: argparse.ArgumentParser, memory: str, option: str = "--memory") -> None:
+    """A tool's GPU-only mode refused at once (exit code 2, saying why) where CUDA cannot work, before it starts
+    children that would die of it or wait on them."""
+    from .cuda_driver import unavailable_reason
+
+    reason = unavailable_reason(0) if memory == "cuda" else None
+    if reason is not None:
+        parser.error(f"{option} cuda cannot be used here: {reason}")
 
 
 def node_help(node_class: type, prog: str) -> str:

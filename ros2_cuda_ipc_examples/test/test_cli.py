@@ -118,3 +118,19 @@ def test_container_refuses_a_malformed_param_in_one_line_with_2():
                         "ros2_cuda_ipc_examples::SyntheticCamera", "--param", "memory=host")
     assert out.returncode == 2 and "--param 'memory=host' must look like name:=value" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("module", ["ros2_cuda_ipc_core.measure_cost", "ros2_cuda_ipc_pointcloud.measure_cost",
+                                    "ros2_cuda_ipc_examples.bench.soak"])
+def test_a_gpu_only_mode_is_refused_at_once_without_a_gpu(module):
+    """Before: the point-cloud measure_cost hung for ever on a dead child, the core's printed a traceback."""
+    from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
+
+    if unavailable_reason(0) is None:
+        pytest.skip("a usable GPU is here: --memory cuda runs")
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", module, "--memory", "cuda"], capture_output=True, text=True, timeout=60)
+    took = time.monotonic() - started
+    assert out.returncode == 2 and "--memory cuda cannot be used here" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    print(f"{module}: refused in {took:.1f} s")

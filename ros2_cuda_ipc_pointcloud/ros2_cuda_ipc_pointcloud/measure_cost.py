@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
-from ros2_cuda_ipc_core import run_tool, tool_parser
+from ros2_cuda_ipc_core import refuse_unusable_memory, run_tool, tool_parser
 
 
 def median_micros(call: Callable[[], object], count: int) -> tuple[float, float]:
@@ -90,6 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.count < 5:
         parser.error("--count must be at least 5")
+    refuse_unusable_memory(parser, args.memory)  # else its child dies of it while this process waits on a socket
 
     def report() -> None:
         for name, (cpu, wall) in measure(args.memory, args.count).items():

@@ -586,12 +586,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def _refuse_unusable(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse, before any process starts, what could only fail later: CUDA without a GPU, a log directory that
     cannot be written."""
-    if args.memory == "cuda":
-        from ..nodes.arrays import cuda_unavailable_reason
+    from ros2_cuda_ipc_core import refuse_unusable_memory
 
-        reason = cuda_unavailable_reason()
-        if reason is not None:
-            parser.error(f"--memory cuda cannot be used here: {reason}")
+    refuse_unusable_memory(parser, args.memory)
     if args.log_dir is not None:
         try:
             args.log_dir.mkdir(parents=True, exist_ok=True)
