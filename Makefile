@@ -27,7 +27,7 @@ DEMO_ARGS ?=
 # Rolling install sets it) and says how to build with that install and colcon instead.
 SETUP_ARGS := --distro '$(ROS_DISTRO)' --python $(PYTHON) --venv $(VENV) \
 	$(if $(WHEELHOUSE),--wheelhouse $(WHEELHOUSE)) $(if $(INTO_ENV),--into-env)
-IN_WORKSPACE := source .workspace/env.sh &&
+IN_WORKSPACE := { test -f .workspace/env.sh || { echo "no set-up workspace here (.workspace/env.sh is missing): run 'make setup' first" >&2; exit 2; }; } && source .workspace/env.sh &&
 PACKAGES := ros2_cuda_ipc_msgs ros2_cuda_ipc_core ros2_cuda_ipc_image ros2_cuda_ipc_pointcloud ros2_cuda_ipc_tensor ros2_cuda_ipc_tools ros2_cuda_ipc_examples
 # The shipped Python code of each package that has some (the message package is generated).
 PYTHON_SOURCES = $(wildcard $(foreach p,$(PACKAGES),$(p)/$(p)))

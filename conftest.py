@@ -13,6 +13,12 @@ if TEST_SUPPORT not in sys.path:
     sys.path.insert(0, TEST_SUPPORT)
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (TEST_SUPPORT, os.environ.get("PYTHONPATH")) if p)
 
+# pytest's temporary directories inside the workspace, not in /tmp/pytest-of-USER (numbered per run, so parallel
+# pytest processes do not clobber each other, as one --basetemp would); .gitignore has it.
+_TEMP_ROOT = Path(__file__).resolve().with_name(".pytest-tmp")
+_TEMP_ROOT.mkdir(exist_ok=True)
+os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", str(_TEMP_ROOT))
+
 # Child processes inherit these, so real multi-process tests never see another run's traffic.
 os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(1, 100)))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")

@@ -53,10 +53,12 @@ def test_ctrl_c_counts_every_checked_frame_as_published_even_when_started_with_s
         _wait_for_preview(tmp_path, runner)
         time.sleep(2.0)  # frames in flight at every consumer when the stop comes
         runner.send_signal(signal.SIGINT)
-        _, err = runner.communicate(timeout=90)  # before: SIGINT was ignored and this ran until killed
+        out, err = runner.communicate(timeout=90)  # before: SIGINT was ignored and this ran until killed
     finally:
         runner.kill()
     assert runner.returncode == 0, err
+    tables = [line for line in out.splitlines() if line.startswith("node ") and "checked" in line]
+    assert len(tables) == 1, out  # not a terminal: the table once, at the end, not once a second
     summary = json.loads((tmp_path / "pipeline-summary.json").read_text())
     assert summary["interrupted"] and summary["frames_published"] > 0
     for name, checked in summary["frames_checked"].items():
@@ -110,3 +112,8 @@ def test_a_run_that_is_not_ok_names_each_cause():
     assert failure_reasons(summary) == ["lidar published no frame", "voxel checked no frame",
                                         "preview checked no frame", "preview never reported",
                                         "voxel exited with code 1"]
+
+
+def test_pytest_keeps_its_temporary_directories_inside_the_workspace(tmp_path):
+    workspace = Path(__file__).resolve().parents[2]
+    assert workspace / ".pytest-tmp" in tmp_path.parents

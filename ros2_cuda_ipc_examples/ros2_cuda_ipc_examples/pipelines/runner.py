@@ -264,21 +264,33 @@ def _append_native_stacks(child: _Child) -> None:
 
 
 class _Screen:
-    """Prints the table once a second: in place on a terminal, as blocks otherwise, not at all without a stream."""
+    """Prints the table once a second in place on a terminal; elsewhere (a log, a pipe) only the last one, at the
+    end (:meth:`close`): a log of a table a second is hundreds of lines nobody reads."""
 
     def __init__(self, stream: IO[str] | None, title: str) -> None:
         self.stream, self.title = stream, title
         self._lines = 0
         self._in_place = stream is not None and stream.isatty()
+        self._last: str | None = None
 
     def show(self, text: str) -> None:
         if self.stream is None:
             return
-        if self._in_place and self._lines:
+        if not self._in_place:
+            self._last = text
+            return
+        if self._lines:
             self.stream.write(f"\x1b[{self._lines}F\x1b[J")
         self.stream.write(text + "\n")
         self.stream.flush()
         self._lines = text.count("\n") + 1
+
+    def close(self) -> None:
+        """Print the last table where it was held back."""
+        if self.stream is not None and self._last is not None:
+            self.stream.write(self._last + "\n")
+            self.stream.flush()
+            self._last = None
 
 
 #: What ``--record`` stores, by pipeline: its source's output topic (relative to the pipeline's namespace).
@@ -337,6 +349,7 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
     started = time.monotonic()
     interrupted = False
     codes: dict[str, int] = {}
+    screen = _Screen(stream, title)
     _init_keeping_ctrl_c(rclpy)
     spinner = SingleThreadedExecutor()
     try:  # from here on every exit stops what was started and shuts rclpy down: the next run in this process starts clean
@@ -351,7 +364,7 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
         for name, command in commands.items():
             children.append(_start(name, command, log_dir))
         started = time.monotonic()
-        _watch(spinner, table, children, _Screen(stream, title), started, restarts, watcher)
+        _watch(spinner, table, children, screen, started, restarts, watcher)
     except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C: stop the nodes, keep what they reported
         interrupted = True
         _collect_last_reports(spinner, table, pipeline.source)
@@ -364,6 +377,7 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
         for node in spinner.get_nodes():
             node.destroy_node()
         rclpy.try_shutdown()
+        screen.close()
         _fill_failed_summary(sys.exc_info()[1], pipeline, options, table, compose, started, codes)
     failed = {name: code for name, code in codes.items() if code != 0 and not restarts.waiting(name)}
     if failed and not interrupted:
