@@ -5,8 +5,8 @@
 This process publishes ``xyzi`` clouds written in place on the GPU; a second process (started here)
 reads each one as a torch tensor of the publisher's own memory (``torch.from_dlpack(view.xyz)``),
 averages the points of every occupied voxel, publishes the centroids as an ``xyz`` cloud (one
-device-to-device copy), and checks its first result against numpy.  Needs torch; ``--memory host``
-runs the same on the CPU.
+device-to-device copy), and checks its first result against numpy.  Needs torch with either memory:
+``--memory host`` runs the same with torch on the CPU (no GPU needed, torch still is).
 """
 
 from __future__ import annotations
