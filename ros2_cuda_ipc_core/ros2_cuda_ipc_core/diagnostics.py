@@ -31,7 +31,7 @@ POOL_KEYS = ("kind", "topic", "node", "pid", "pool_id", "memory", "device", "blo
              "blocks_in_use", "blocks_held_by_readers", "blocks_free", "published", "rate_hz", "acquire_misses",
              "fd_handouts", "refused_peers")
 READER_KEYS = ("kind", "topic", "node", "pid", "reads", "rate_hz", "stale_drops", "invalid_descriptors",
-               "unavailable", "leases_held", "latency_p50_ms", "latency_p99_ms", "pools")
+               "unavailable", "fallback_frames", "leases_held", "latency_p50_ms", "latency_p99_ms", "pools")
 PERIOD_S = 1.0
 
 #: A source: (level 0 OK / 1 WARN / 2 ERROR, message, values) for the status named when it was added.
@@ -198,6 +198,8 @@ class ReaderDiagnostics:
         pools = ",".join(f"{pool_id}:{held}" for pool_id, held in self._reader.leases_by_pool().items())
         values = {**self._identity, "reads": stats["reads"], "rate_hz": f"{rate:.1f}", "stale_drops": stats["stale_drops"],
                   "invalid_descriptors": stats["invalid_descriptors"], "unavailable": stats["unavailable"],
+                  # frames a typed subscription got through a CPU twin instead of the pool (0 where there is none)
+                  "fallback_frames": stats.get("fallback_frames", 0),
                   "leases_held": stats["leases_held"], "latency_p50_ms": p50, "latency_p99_ms": p99, "pools": pools}
         if stale:
             return 1, f"{stale} stale frames dropped in the last {period:g} s", values

@@ -25,6 +25,7 @@ class ReaderEntry:
     leases: int
     rate_hz: float
     stale_drops: int
+    fallback_frames: int
     latency_p50_ms: float | None
     latency_p99_ms: float | None
 
@@ -50,6 +51,10 @@ class TopicRow:
         return sum(reader.stale_drops for reader in self.readers)
 
     @property
+    def fallback_frames(self) -> int:
+        return sum(reader.fallback_frames for reader in self.readers)
+
+    @property
     def latency_p50_ms(self) -> float | None:
         """The slowest reader's median latency from the stamp: what the topic's last consumer sees."""
         values = [reader.latency_p50_ms for reader in self.readers if reader.latency_p50_ms is not None]
@@ -60,6 +65,7 @@ class TopicRow:
                 "device": self.device, "rate_hz": self.rate_hz, "blocks_in_use": self.blocks_in_use,
                 "blocks_held_by_readers": self.blocks_held, "blocks_free": self.blocks_free,
                 "acquire_misses": self.acquire_misses, "stale_drops": self.stale_drops,
+                "fallback_frames": self.fallback_frames,
                 "latency_p50_ms": self.latency_p50_ms,
                 "readers": [reader.__dict__ for reader in self.readers]}
 
@@ -126,12 +132,14 @@ class Board:
                 row.readers.append(ReaderEntry(
                     node=values.get("node", "?"), pid=_integer(values.get("pid")), leases=leases.get(pool_id, 0),
                     rate_hz=_number(values.get("rate_hz")) or 0.0, stale_drops=_integer(values.get("stale_drops")),
+                    fallback_frames=_integer(values.get("fallback_frames")),
                     latency_p50_ms=_number(values.get("latency_p50_ms")),
                     latency_p99_ms=_number(values.get("latency_p99_ms"))))
         return [rows[topic] for topic in sorted(rows)]
 
 
-COLUMNS = ("topic", "publisher", "memory", "rate/s", "in use", "held", "free", "stale", "readers (pid:leases)",
+COLUMNS = ("topic", "publisher", "memory", "rate/s", "in use", "held", "free", "stale", "fallback",
+           "readers (pid:leases)",
            "p50 ms")
 
 
@@ -151,7 +159,7 @@ def render_table(rows: list[TopicRow]) -> str:
         readers = " ".join(f"{reader.pid}:{reader.leases}" for reader in row.readers) or "-"
         publisher = row.publisher if row.pid is None else f"{row.publisher} ({row.pid})"
         cells.append((row.topic, publisher, memory, _cell(row.rate_hz, 1), _cell(row.blocks_in_use),
-                      _cell(row.blocks_held), _cell(row.blocks_free), str(row.stale_drops), readers,
+                      _cell(row.blocks_held), _cell(row.blocks_free), str(row.stale_drops), str(row.fallback_frames), readers,
                       _cell(row.latency_p50_ms, 1)))
     widths = [max(len(line[column]) for line in cells) for column in range(len(COLUMNS))]
     return "\n".join("  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip() for line in cells)

@@ -6,7 +6,8 @@
 Fed from diagnostic_msgs/DiagnosticArray on /diagnostics, which every pool and typed reader
 publishes once a second (unless its node's diagnostics parameter is false).  Per topic: the
 publisher (node and pid), memory and device, publish rate, blocks in use by the publisher / held by
-readers / free, stale frames dropped by its readers, each reader (pid:leases held) and the slowest
+readers / free, stale frames dropped by its readers, frames they got through a CPU twin instead
+(fallback), each reader (pid:leases held) and the slowest
 reader's median latency from the stamp.  Named so it never shadows the system's top.
 """
 
