@@ -29,10 +29,10 @@ setup(
             "container = ros2_cuda_ipc_tools.components.container:main",
             "run_component = ros2_cuda_ipc_tools.components.run_component:main",
             "viewer = ros2_cuda_ipc_tools.viewer.cli:main",
+            "cuda_ipc_top = ros2_cuda_ipc_tools.top.main:main",
         ],
         "ros2_cuda_ipc.components": [
             "ros2_cuda_ipc_tools::Viewer = ros2_cuda_ipc_tools.viewer.node:Viewer",
-            "cuda_ipc_top = ros2_cuda_ipc_tools.top.main:main",
         ],
     },
 )
