@@ -60,9 +60,10 @@ def test_node_help_lists_each_parameter_of_its_table_with_its_default():
     out, _ = run_script("ros2_cuda_ipc_examples.nodes.camera:main", "-h")
     table = parameter_table(SyntheticCamera)
     assert {"fps", "width", "memory", "block_count", "stats_period"} <= set(table)
-    for entry in table.values():
-        assert any(line.split()[:1] == [entry.name] and line.endswith(f"(default: {entry.default!r})"
-                   if isinstance(entry.default, str) else f"(default: {entry.default})")
+    for entry in table.values():  # as ROS spells the value: 'text', true / false, 30.0
+        shown = repr(entry.default) if isinstance(entry.default, str) else str(entry.default).lower() \
+            if isinstance(entry.default, bool) else str(entry.default)
+        assert any(line.split()[:1] == [entry.name] and line.endswith(f"(default: {shown})")
                    for line in out.stdout.splitlines()), (entry, out.stdout)
     assert "(default: 30.0)" in out.stdout and "(default: 'camera')" in out.stdout  # the camera's own defaults
 

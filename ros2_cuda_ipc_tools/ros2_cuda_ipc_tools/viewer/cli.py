@@ -13,6 +13,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from ros2_cuda_ipc_core import tool_parser
+
 __all__ = ["build_parser", "main"]
 
 
@@ -25,8 +27,7 @@ def _size(text: str) -> tuple[int, int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="viewer", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = tool_parser(__name__, __doc__, prog="viewer")  # plain-text help and --version, as every tool
     parser.add_argument("images", nargs="*", metavar="IMAGE_TOPIC", help="GpuImage topics (default: image, "
                         "unless --cloud is given)")
     parser.add_argument("--cloud", action="append", default=[], metavar="TOPIC", help="a GpuPointCloud2 topic")
