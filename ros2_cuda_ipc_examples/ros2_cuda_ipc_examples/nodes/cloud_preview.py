@@ -72,7 +72,7 @@ class CloudPreview(PipelineNode):
         self._snapshot: Future[None] | None = None
         self.downloads = 0
         self.prepare_gpu()
-        self.create_subscription(GpuPointCloud2, "downsampled", self._on_cloud, 10)
+        self.subscribe(GpuPointCloud2, "downsampled", self._on_cloud, 10)
 
     def _on_cloud(self, msg: GpuPointCloud2) -> None:
         memory = "cuda" if msg.core.memory == BufferCore.MEMORY_CUDA else "host"

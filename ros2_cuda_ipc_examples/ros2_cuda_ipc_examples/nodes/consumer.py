@@ -55,7 +55,7 @@ class ImageConsumer(PipelineNode):
         if self.transport == "ipc":
             self.subscribe_frames(ImageSubscription, self.input_topic, self._on_view, reader=self.reader)
         else:
-            self.create_subscription(Image, self.input_topic, self._on_image_msg, 2)
+            self.subscribe(Image, self.input_topic, self._on_image_msg, 2)
 
     def process(self, image: Any, header: Any, encoding: str, arrays: ArrayBackend) -> None:
         """Do this node's work on ``image``: a zero-copy, read-only (rows, cols, channels) array on

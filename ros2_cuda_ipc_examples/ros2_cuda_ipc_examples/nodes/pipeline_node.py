@@ -34,6 +34,7 @@ from ros2_cuda_ipc_core import (
 
 from .arrays import ArrayBackend, MemoryChoiceError, backend_for, choose_memory
 from .frame_stats import FrameTrace, LatencySamples, ProcessCpu, gc_pauses
+from .upstream import UpstreamWatch
 
 __all__ = ["STATS_TOPIC", "ParameterError", "PipelineNode"]
 
@@ -109,6 +110,16 @@ class PipelineNode(Node):
             return None
         return self.backend("cuda")
 
+    def subscribe(self, message_type: type, topic: str, callback: Callable[[Any], None], qos: int = 10) -> Any:
+        """``create_subscription``, with an :class:`UpstreamWatch` that says when nothing comes or its publisher left."""
+        watch = UpstreamWatch(self, topic)
+
+        def on_message(msg: Any) -> None:
+            watch.seen()
+            callback(msg)
+
+        return self.create_subscription(message_type, topic, on_message, qos)
+
     def subscribe_when_read(self, output_topic: str, readers: int, subscribe: Callable[[], object]) -> None:
         """Call ``subscribe`` now, or (``readers`` > 0) once that many nodes subscribe to ``output_topic``: a chain
         of nodes then starts taking frames only when the nodes after it are connected (and warmed up)."""
@@ -135,8 +146,10 @@ class PipelineNode(Node):
         the subscription (``reader=``, ``fallback=``)."""
         gpu = self.prepare_gpu()
         memory = "cuda" if gpu is not None else "host"
+        watch = UpstreamWatch(self, topic)
 
         def on_view(view: Any) -> None:
+            watch.seen()
             self.counts["in"] += 1
             arrays = self.backend(view.memory)
             trace = self._trace

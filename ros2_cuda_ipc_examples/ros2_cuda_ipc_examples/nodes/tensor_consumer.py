@@ -34,7 +34,7 @@ class TensorConsumer(ImageConsumer):
         self.input = "-"
 
     def listen(self) -> None:
-        self.create_subscription(GpuTensor, self.input_topic, self._on_tensor, 10)
+        self.subscribe(GpuTensor, self.input_topic, self._on_tensor, 10)
 
     def picture(self, image: Any, arrays: ArrayBackend) -> Any:
         return arrays.channels_last(image[0])
