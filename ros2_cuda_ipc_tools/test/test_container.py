@@ -219,3 +219,27 @@ def test_a_callback_error_outside_any_component_still_ends_the_spin(node):
         node.destroy_timer(timer)
         container.destroy_node()
         executor.shutdown()
+
+
+def test_ctrl_c_unloads_every_component_without_rosout_errors():
+    """Before: 'Failed to publish log message to rosout: publisher's context is invalid' once per component."""
+    import signal
+    import time
+
+    container = subprocess.Popen([sys.executable, "-m", "ros2_cuda_ipc_tools.components.container",
+                                  "--load", "ros2_cuda_ipc_examples::SyntheticCamera", "--namespace", "/quiet_stop",
+                                  "--param", "memory:=host", "--param", "width:=160", "--param", "height:=120",
+                                  "--load", "ros2_cuda_ipc_examples::EncoderLike", "--namespace", "/quiet_stop"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert container.stdout is not None
+    seen = []
+    for line in container.stdout:  # both loaded: the container is spinning
+        seen.append(line)
+        if "as /quiet_stop/encoder_like" in line:
+            break
+    assert seen and "as /quiet_stop/encoder_like" in seen[-1], "".join(seen)
+    time.sleep(1.0)  # a few frames through
+    container.send_signal(signal.SIGINT)
+    out, _ = container.communicate(timeout=30)
+    assert container.returncode == 0, out
+    assert "Failed to publish" not in out and "Traceback" not in out, out

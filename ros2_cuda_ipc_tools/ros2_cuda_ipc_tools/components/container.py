@@ -140,7 +140,8 @@ class ComponentContainer(Node):
         name = loaded.full_name
         self._executor.remove_node(loaded.node)
         loaded.node.destroy_node()
-        self.get_logger().info(f"unloaded {name} (id {unique_id})")
+        if self.context.ok():  # after Ctrl-C the context is gone: a log line would fail to reach /rosout, loudly
+            self.get_logger().info(f"unloaded {name} (id {unique_id})")
 
     def destroy_node(self) -> None:
         for unique_id in reversed(list(self._components)):
