@@ -24,9 +24,11 @@ from .definitions import PipelineOptions, fanout, hop
 from .runner import (
     PipelineFailed,
     add_run_arguments,
+    failure_reasons,
     options_from,
     positive_number,
     print_outcome,
+    report_failure,
     run_pipeline,
     write_summary,
 )
@@ -84,9 +86,8 @@ def run_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                  f"{args.hop_seconds:g} s through sensor_msgs/Image (separate processes)")
             summary["hop"] = {"ros2_cuda_ipc": _hop(options, "ipc", args.hop_seconds),
                               "sensor_msgs": _hop(options, "sensor_msgs", args.hop_seconds)}
-    except PipelineFailed as exc:
-        _say(f"FAILED: {exc}")
-        return 1
+    except PipelineFailed as exc:  # the details first, the summary written (marked failed), the reason last
+        return report_failure("demo", exc, options.out_dir)
     if "hop" in summary:
         frame_mib = options.width * options.height * 3 / (1 << 20)
         _say(f"the same hop, camera -> encoder, {options.width}x{options.height} rgb8 ({frame_mib:.1f} MiB a frame):")
@@ -103,7 +104,9 @@ def run_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         _say("no preview.png was written")
     _say(f"summary: {path}")
     ok = summary["ok"] and all(stage["ok"] for stage in summary.get("hop", {}).values())
-    _say("OK" if ok or summary["interrupted"] else "FAILED: a consumer saw a bad frame or none at all (see the summary)")
+    hops_failed = [f"the {name} hop failed" for name, stage in summary.get("hop", {}).items() if not stage["ok"]]
+    reasons = (failure_reasons(summary) if not summary["ok"] else []) + hops_failed
+    _say("OK" if ok or summary["interrupted"] else f"FAILED: {'; '.join(reasons)}")
     return 0 if ok or summary["interrupted"] else 1
 
 

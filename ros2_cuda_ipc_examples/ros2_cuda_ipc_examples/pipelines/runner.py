@@ -40,9 +40,10 @@ from .live_table import StatsTable
 from .restarts import RESTART_POLICIES, Restarts
 from .stacks import native_stacks
 
-__all__ = ["RECORDED_TOPICS", "PipelineFailed", "Watcher", "add_record_argument", "add_run_arguments", "main",
-           "options_from", "positive_number", "print_outcome", "print_tail_frames", "record_command", "reuse_delay_seconds",
-           "run_pipeline", "tail_frames", "traced", "write_summary"]
+__all__ = ["RECORDED_TOPICS", "PipelineConflict", "PipelineFailed", "Watcher", "add_record_argument", "add_run_arguments",
+           "failure_reasons", "main", "options_from", "positive_number", "print_outcome", "print_tail_frames",
+           "record_command", "report_failure", "reuse_delay_seconds", "run_pipeline", "tail_frames", "traced",
+           "write_summary"]
 
 SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080), "4k": (3840, 2160)}
 STARTUP_TIMEOUT = 60.0  # seconds for every node to report once, and then for the source's first frame
