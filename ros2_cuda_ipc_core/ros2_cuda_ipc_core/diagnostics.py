@@ -132,7 +132,27 @@ def _resolved_topic(node: Any, topic: str) -> str:
     return str(resolve(topic)) if resolve is not None else topic
 
 
-class PoolDiagnostics:
+class _Reported:
+    """A source registered with its node's reporter (none when the node's diagnostics are off) until closed."""
+
+    _reporter: DiagnosticsReporter | None = None
+    _key: int | None = None
+
+    def _report(self, node: Any, name: str, hardware_id: str) -> None:
+        self._reporter = DiagnosticsReporter.for_node(node)
+        if self._reporter is not None:
+            self._key = self._reporter.add(f"{STATUS_PREFIX}{name}", hardware_id, self.status)
+
+    def status(self, period: float) -> tuple[int, str, dict[str, Any]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        if self._reporter is not None and self._key is not None:
+            self._reporter.remove(self._key)
+            self._key = None
+
+
+class PoolDiagnostics(_Reported):
     """A typed publisher's pool as a status: blocks in use / held by readers / free, the publish rate, misses."""
 
     def __init__(self, node: Any, topic: str, pool: Any) -> None:
@@ -142,10 +162,7 @@ class PoolDiagnostics:
                           "memory": pool.memory, "device": pool.device if pool.memory == "cuda" else "-",
                           "block_count": pool.block_count, "block_size": pool.block_size}
         self._last = {"published": 0, "acquire_misses": 0}
-        reporter = DiagnosticsReporter.for_node(node)
-        self._reporter = reporter
-        self._key = reporter.add(f"{STATUS_PREFIX}pool: {self._identity['topic']}", pool.pool_id.hex(), self.status) \
-            if reporter is not None else None
+        self._report(node, f"pool: {self._identity['topic']}", pool.pool_id.hex())
 
     def status(self, period: float) -> tuple[int, str, dict[str, Any]]:
         stats = self._pool.stats()
@@ -161,13 +178,8 @@ class PoolDiagnostics:
             return 1, f"{missed} publishes found every block in use", values
         return 0, f"{rate:.1f} Hz, {held} of {self._pool.block_count} blocks held by readers", values
 
-    def close(self) -> None:
-        if self._reporter is not None and self._key is not None:
-            self._reporter.remove(self._key)
-            self._key = None
 
-
-class ReaderDiagnostics:
+class ReaderDiagnostics(_Reported):
     """A typed reader as a status: reads and their rate, stale drops, leases held per pool, latency from the stamp."""
 
     def __init__(self, node: Any, topic: str | None, reader: Any) -> None:
@@ -177,11 +189,7 @@ class ReaderDiagnostics:
         self._identity = {"kind": "reader", "topic": _resolved_topic(node, topic) if topic else "", "node": name,
                           "pid": os.getpid()}
         self._last = {"reads": 0, "stale_drops": 0}
-        reporter = DiagnosticsReporter.for_node(node)
-        self._reporter = reporter
-        label = f"{name} {self._identity['topic']}".rstrip()
-        self._key = reporter.add(f"{STATUS_PREFIX}reader: {label}", f"pid {os.getpid()}", self.status) \
-            if reporter is not None else None
+        self._report(node, f"reader: {name} {self._identity['topic']}".rstrip(), f"pid {os.getpid()}")
 
     def stamped(self, stamp: Any) -> None:
         """Note the latency of a message read now from its header's ``stamp`` (ROS time: the system clock)."""
@@ -204,8 +212,3 @@ class ReaderDiagnostics:
         if stale:
             return 1, f"{stale} stale frames dropped in the last {period:g} s", values
         return 0, f"{rate:.1f} Hz, {stats['leases_held']} leases held", values
-
-    def close(self) -> None:
-        if self._reporter is not None and self._key is not None:
-            self._reporter.remove(self._key)
-            self._key = None
