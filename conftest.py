@@ -36,3 +36,15 @@ def node():
     yield node
     node.destroy_node()
     rclpy.shutdown()
+
+
+@pytest.fixture
+def short_tmp_path():
+    """A temporary directory with a short path, for Unix socket files (at most 107 bytes of path, which pytest's
+    ``tmp_path`` inside a deep workspace can exceed); removed afterwards."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="r2ci-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -232,10 +232,10 @@ def test_remote_path_imports_once_and_sees_pool_close():
     assert reader.stats()["pools_cached"] == 0
 
 
-def test_file_socket_is_private_and_removed(tmp_path):
-    pool = BlockManager(4096, block_count=1, memory="host", socket_dir=tmp_path)
+def test_file_socket_is_private_and_removed(short_tmp_path):
+    pool = BlockManager(4096, block_count=1, memory="host", socket_dir=short_tmp_path)
     path = pool.socket_path
-    assert path.startswith(str(tmp_path)) and os.stat(path).st_mode & 0o777 == 0o600
+    assert path.startswith(str(short_tmp_path)) and os.stat(path).st_mode & 0o777 == 0o600
     core = publish(pool, 9)
     core.publisher_pid = 0
     with Reader().read(core) as handle:
