@@ -39,7 +39,8 @@ def test_help_prints_and_exits_0(name, target):
 
 @pytest.mark.parametrize(("name", "target"), SCRIPTS)
 def test_an_unknown_argument_is_refused_with_2(name, target):
-    positional = {"run_component": ["ros2_cuda_ipc_examples::Preview"], "pipeline": ["fanout"]}
+    positional = {"run_component": ["ros2_cuda_ipc_examples::Preview"], "pipeline": ["fanout"], "bag_play": ["a.mcap"],
+                  "bag_record": ["-o", "out", "image"]}
     out, took = run_script(target, *positional.get(name, []), "--no-such-option")
     assert out.returncode == 2, (out.stdout, out.stderr)
     assert "unrecognized arguments: --no-such-option" in out.stderr and "Traceback" not in out.stderr

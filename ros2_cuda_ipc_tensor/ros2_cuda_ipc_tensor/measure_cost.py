@@ -11,7 +11,6 @@ p99 of each for both.  Not a test.
 
 from __future__ import annotations
 
-import argparse
 import math
 import multiprocessing
 import statistics
@@ -20,7 +19,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ros2_cuda_ipc_core import cuda_device_count, run_tool
+from ros2_cuda_ipc_core import cuda_device_count, run_tool, tool_parser
 
 PHASES = ("read", "__dlpack__", "release")
 WARMUP_FRAMES = 10
@@ -115,7 +114,7 @@ def measure(memory: str, rate: float, count: int) -> dict[str, dict[str, list[fl
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = tool_parser(__name__, __doc__)
     parser.add_argument("--memory", choices=["host", "cuda"], default="host")
     parser.add_argument("--rate", type=float, default=30.0, metavar="HZ", help="frames a second of each (default 30)")
     parser.add_argument("--count", type=int, default=300, help="frames of each kind measured (default 300)")

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ros2_cuda_ipc_core import run_tool
+from ros2_cuda_ipc_core import run_tool, tool_parser
 
 SIZES = {"vga": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080), "4k": (3840, 2160)}
 TOPIC = "fallback_cost_frames"
@@ -28,7 +28,7 @@ PHASES = ("none", "raw", "compressed")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="fallback_cost")
+    parser = tool_parser(__name__, __doc__.split("\n\n")[0], prog="fallback_cost")
     parser.add_argument("--size", choices=sorted(SIZES), default="1080p", help="frame size, rgb8 (default 1080p)")
     parser.add_argument("--fps", type=float, default=30.0, help="frames a second (default 30)")
     parser.add_argument("--seconds", type=float, default=8.0, help="length of each phase (default 8)")

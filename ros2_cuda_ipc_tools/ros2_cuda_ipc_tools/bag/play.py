@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ros2_cuda_ipc_core import CudaUnavailableError, InvalidDescriptorError
+from ros2_cuda_ipc_core import CudaUnavailableError, InvalidDescriptorError, tool_parser
 
 from .bag_errors import BagError
 from .bag_source import BagSource
@@ -32,7 +32,7 @@ def _remap(text: str) -> tuple[str, str]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="bag_play", description=__doc__.split("\n\n")[0])
+    parser = tool_parser(__name__, __doc__.split("\n\n")[0], prog="bag_play")
     parser.add_argument("bag", metavar="BAG", help="a rosbag2 bag directory, or one .mcap / .db3 file")
     parser.add_argument("-r", "--rate", type=number_argument(above=True), default=1.0, help="speed factor (default 1)")
     parser.add_argument("-l", "--loop", action="store_true", help="play again from the start at the end")

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ros2_cuda_ipc_core import tool_parser
+
 from .bag_errors import BagError
 from .cli import number_argument, run_bag_tool
 from .recordings import JpegEncoder
@@ -22,7 +24,7 @@ __all__ = ["main", "parse_args"]
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="bag_record", description=__doc__.split("\n\n")[0])
+    parser = tool_parser(__name__, __doc__.split("\n\n")[0], prog="bag_record")
     parser.add_argument("topics", nargs="+", metavar="TOPIC", help="topics to record (waited for until they appear)")
     parser.add_argument("-o", "--output", required=True, metavar="BAG", help="the bag directory to create")
     parser.add_argument("-s", "--storage", choices=sorted(STORAGES), default="mcap", help="storage (default mcap)")
