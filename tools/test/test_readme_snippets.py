@@ -48,6 +48,8 @@ class Snippet:
 
 
 def parse_marker(text: str) -> dict[str, object]:
+    if text.startswith("fragment"):  # the rest is free text: why it is not a program
+        return {"kind": "fragment"}
     parts = [part.strip() for part in text.split(",")]
     fields: dict[str, object] = {"kind": parts[0].split()[0]}
     for part in parts[1:]:
