@@ -35,8 +35,10 @@ export ROS_DOMAIN_ID=${ROS_DOMAIN_ID:-77} PYTHONUNBUFFERED=1
 echo "== tests ($RUNNER)"
 status=0
 $RUNNER -q -rfEs --junitxml="$OUT/pytest.xml" "$@" 2>&1 | tee "$OUT/pytest.log" || status=1
-# A GPU machine runs every GPU test: a skip for want of CUDA, a GPU or torch/cupy is a failure here.
-if grep -E "^SKIPPED .*(CUDA|GPU|cuda|torch|cupy)" "$OUT/pytest.log"; then
+# A GPU machine runs every GPU test: a skip for want of CUDA, a GPU or torch/cupy ("needs a CUDA GPU ...",
+# "no usable CUDA driver", "... is not installed") is a failure here; skips that say a GPU *is* here, or that
+# need two GPUs, are not.
+if grep -E "^SKIPPED .*(needs a CUDA|needs a GPU|needs torch|no usable CUDA|is not installed)" "$OUT/pytest.log"; then
     echo "gpu-verify: the tests above skipped on a GPU machine" >&2
     status=1
 fi
