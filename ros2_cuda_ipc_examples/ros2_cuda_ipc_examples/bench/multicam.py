@@ -13,7 +13,6 @@ p50 / p99 and the frames checked; ``multicam.json`` under ``--out`` keeps the pi
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -21,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ros2_cuda_ipc_core import run_tool
+from ros2_cuda_ipc_core import run_tool, tool_parser
 
 from ..pipelines.definitions import PipelineOptions, multicam
 from ..pipelines.runner import PipelineFailed, options_from, parse_size, positive_number, run_pipeline
@@ -67,8 +66,7 @@ def _cell(value: float | None, digits: int = 2) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="benchmark_multicam", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = tool_parser(__name__, __doc__, prog="benchmark_multicam")
     parser.add_argument("--cameras", type=positive_number(int), default=4, help="cameras (default: %(default)s)")
     parser.add_argument("--readers", type=positive_number(int), default=3,
                         help="encoders reading each camera (default: %(default)s)")

@@ -213,8 +213,9 @@ def gpu_memory_by_pid() -> dict[int, float]:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="soak --pipeline", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    from ros2_cuda_ipc_core import tool_parser
+
+    parser = tool_parser(__name__, __doc__, prog="soak --pipeline")
     parser.add_argument("--pipeline", choices=sorted(PIPELINES), required=True, help="which example pipeline")
     parser.add_argument("--minutes", type=float, default=10.0, help="how long to run (fractions allowed)")
     parser.add_argument("--memory", choices=["auto", "host", "cuda"], default="auto")
