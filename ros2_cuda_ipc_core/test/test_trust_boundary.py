@@ -371,21 +371,21 @@ def test_a_reader_exiting_with_a_handle_open_exits_quietly():
     assert out.stderr == ""
 
 
-def test_stale_socket_files_of_dead_publishers_are_removed_at_start(tmp_path):
+def test_stale_socket_files_of_dead_publishers_are_removed_at_start(short_tmp_path):
     dead_pid = subprocess.Popen(["true"])  # its pid is free once it is reaped
     dead_pid.wait()
-    stale = tmp_path / f"ros2_cuda_ipc-{dead_pid.pid}-{'ab' * 8}.sock"
+    stale = short_tmp_path / f"ros2_cuda_ipc-{dead_pid.pid}-{'ab' * 8}.sock"
     leftover = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     leftover.bind(str(stale))
     leftover.close()  # a SIGKILLed publisher leaves its file like this
-    alive = tmp_path / f"ros2_cuda_ipc-{os.getpid()}-{'cd' * 8}.sock"
+    alive = short_tmp_path / f"ros2_cuda_ipc-{os.getpid()}-{'cd' * 8}.sock"
     listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listening.bind(str(alive))
     listening.listen(1)
-    unrelated = tmp_path / "ros2_cuda_ipc-not-a-pool.sock"
+    unrelated = short_tmp_path / "ros2_cuda_ipc-not-a-pool.sock"
     unrelated.write_text("")
     try:
-        with BlockManager(4096, block_count=1, memory="host", socket_dir=tmp_path) as pool:
+        with BlockManager(4096, block_count=1, memory="host", socket_dir=short_tmp_path) as pool:
             assert not stale.exists() and alive.exists() and unrelated.exists()
             assert Path(pool.socket_path).exists() and f"-{os.getpid()}-" in pool.socket_path
         assert not Path(pool.socket_path).exists()
