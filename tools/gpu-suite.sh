@@ -43,10 +43,14 @@ while IFS= read -r f; do
 done < <(ls tools/test/test_*.py ros2_cuda_ipc_*/test/test_*.py 2>/dev/null | sort)
 
 if [[ -n "$only" ]]; then read -r -a files <<< "$only"; fi
-# Tests that measure the whole device (its free memory) run alone after the others: beside running siblings
-# the device's free memory moves by their allocations, not by the test's.
-exclusive=(ros2_cuda_ipc_core/test/test_cuda.py::test_50_closed_cuda_pools_give_back_gpu_memory_and_fds)
+# Run alone after the others, one at a time: a test that measures the whole device (its free memory moves by
+# running siblings' allocations too), and the GL viewer's and the tensor's GPU files (with ten siblings loading
+# the CPUs and the GPU their files ran past 300 s where alone they take under 40 s: run 21).
+exclusive=(ros2_cuda_ipc_core/test/test_cuda.py::test_50_closed_cuda_pools_give_back_gpu_memory_and_fds
+           ros2_cuda_ipc_tools/test/test_viewer.py ros2_cuda_ipc_tools/test/test_viewer_cuda.py
+           ros2_cuda_ipc_tensor/test/test_tensor_cuda.py)
 deselect=(); for id in "${exclusive[@]}"; do deselect+=(--deselect "$id"); done
+kept=(); for f in "${files[@]}"; do [[ " ${exclusive[*]} " == *" $f "* ]] || kept+=("$f"); done; files=("${kept[@]}")
 rm -rf "$logs"; mkdir -p "$logs"
 started=$(date +%s)
 echo "gpu-suite: ${#files[@]} jobs (test files, and the slow files' tests one by one), $jobs at a time, ${per_file} s each at most; logs in $logs/"
