@@ -6,5 +6,16 @@ and ``top`` live beside it.  Only the component names are imported here, so a to
 (a GL context, a bag library) load only when that tool runs.
 """
 
-from .components import *  # noqa: F403  (the components' names are this package's: one list, in components)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import components
 from .components import __all__ as __all__
+
+if TYPE_CHECKING:
+    from .components import *  # noqa: F403  (the components' names are this package's: one list, in components)
+
+
+def __getattr__(name: str) -> Any:
+    return getattr(components, name)  # loaded on first use: see components

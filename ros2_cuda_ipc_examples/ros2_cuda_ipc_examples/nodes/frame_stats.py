@@ -14,6 +14,7 @@ slowest frames' time went.
 
 from __future__ import annotations
 
+import _thread
 import gc
 import json
 import math
@@ -97,13 +98,18 @@ class _GcPauses:
         self._started = 0.0
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            self._started = time.perf_counter()
-            return
-        pause = time.perf_counter() - self._started
-        self.count += 1
-        self.total += pause
-        self.longest = max(self.longest, pause)
+        try:
+            if phase == "start":
+                self._started = time.perf_counter()
+                return
+            pause = time.perf_counter() - self._started
+            self.count += 1
+            self.total += pause
+            self.longest = max(self.longest, pause)
+        except KeyboardInterrupt:
+            # Ctrl-C landed while the collector ran this: the collector would print it as "Exception ignored" and
+            # drop it (seen on the H200, run 23). Hand it back to the main thread, as if it had come a moment later.
+            _thread.interrupt_main()
 
     def report(self) -> dict[str, Any]:
         return {"count": self.count, "total_ms": round(self.total * 1e3, 3), "longest_ms": round(self.longest * 1e3, 3)}

@@ -36,10 +36,11 @@ def main() -> None:
     from ros2_cuda_ipc_core import tool_parser
 
     from .parent_watch import follow_runner
-    from .registry import UnknownComponentError, component_class
+    from .registry import UnknownComponentError, available_components, component_class
 
     follow_runner()
     parser = tool_parser(__name__, __doc__, prog="run_component")
+    parser.epilog = f"registered components (package::Class): {' '.join(available_components()) or 'none'}"
     parser.add_argument("component", metavar="PACKAGE::CLASS", help="the component to run (container --list names them)")
     parser.add_argument("node_arguments", nargs=argparse.REMAINDER,
                         help="the node's own: --help for its parameters, --ros-args -p NAME:=VALUE -r FROM:=TO ...")
