@@ -7,12 +7,11 @@ no further meaning.  Every rule is checked with Python integers before any lease
 
 from __future__ import annotations
 
+import array
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
-
-import numpy as np
 
 from ros2_cuda_ipc_core import DLPackDType, InvalidDescriptorError, StridedLayout
 from ros2_cuda_ipc_msgs.msg import GpuTensor
@@ -120,8 +119,10 @@ class TensorLayout(StridedLayout):
 
     def fill_message(self, msg: GpuTensor) -> None:
         msg.dtype_code, msg.dtype_bits, msg.dtype_lanes = self.dlpack_dtype.triple
-        msg.shape = np.array(self.shape, dtype=np.int64)
-        msg.strides = np.array(self.element_strides, dtype=np.int64)
+        # int64[] sequences are array('q') in rclpy messages: assigned as one, with no per-element check (Humble's
+        # setters, and Jazzy's with ROS_PYTHON_CHECK_FIELDS=1, refuse numpy integers element by element).
+        msg.shape = array.array("q", self.shape)
+        msg.strides = array.array("q", self.element_strides)
         msg.byte_offset = self.offset
         msg.dim_names = list(self.dim_names)
 
