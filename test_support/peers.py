@@ -82,3 +82,16 @@ def peer_node(name: str) -> Iterator[Any]:
     finally:
         node.destroy_node()
         rclpy.shutdown()
+
+
+def line_with(stream, text: str, limit: int = 20) -> str:
+    """The first of a process's next ``limit`` output lines that holds ``text`` (rcl may log before the process's
+    own first line: Jazzy warns that ROS_LOCALHOST_ONLY is deprecated); AssertionError with the lines read if none."""
+    lines = []
+    while len(lines) < limit:
+        lines.append(stream.readline())
+        if text in lines[-1]:
+            return lines[-1]
+        if not lines[-1]:
+            break
+    raise AssertionError(f"no line with {text!r} in {lines}")

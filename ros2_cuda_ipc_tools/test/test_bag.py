@@ -16,6 +16,7 @@ import pytest
 from bag_peer import CLOUD_TOPIC, IMAGE_TOPIC, NOTE_TOPIC, cloud_bytes, image_bytes
 from bag_tools import TYPES, counts_of, peer, tool
 from gpu_marks import NO_GPU
+from peers import line_with
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
 WIDTH, HEIGHT = 640, 480
@@ -281,7 +282,7 @@ def test_record_refuses_an_existing_bag_and_unknown_options(tmp_path) -> None:
 def test_sigterm_closes_the_bag_of_a_recorder_waiting_for_topics(tmp_path) -> None:
     bag = tmp_path / "empty"
     recorder = tool("record", "-o", str(bag), "/nobody/publishes/this")
-    assert "waiting for /nobody/publishes/this" in recorder.stderr.readline()  # its first status line: running
+    line_with(recorder.stderr, "waiting for /nobody/publishes/this")  # its first status line: running
     recorder.send_signal(signal.SIGTERM)
     out, err = recorder.communicate(timeout=60)
     assert recorder.returncode == 0, err
