@@ -95,3 +95,8 @@ def line_with(stream, text: str, limit: int = 20) -> str:
         if not lines[-1]:
             break
     raise AssertionError(f"no line with {text!r} in {lines}")
+
+
+def own_lines(stderr: str) -> list[str]:
+    """A process's stderr lines less rcl's own log lines (Jazzy warns about the tests' ROS_LOCALHOST_ONLY)."""
+    return [line for line in stderr.strip().splitlines() if "] [rcl]: " not in line]

@@ -7,6 +7,7 @@ import time
 from importlib.metadata import entry_points
 
 import pytest
+from peers import own_lines
 
 SCRIPTS = sorted((script.name, script.value) for script in entry_points(group="console_scripts")
                  if script.value.startswith("ros2_cuda_ipc"))
@@ -83,7 +84,7 @@ BRIDGE_REFUSALS = [
 def test_a_bridge_refuses_a_parameter_that_cannot_work_in_one_line(target, parameter, said):
     out, _ = run_script(target, "--ros-args", "-p", parameter)
     assert out.returncode == 2, (out.stdout, out.stderr)
-    lines = out.stderr.strip().splitlines()
+    lines = own_lines(out.stderr)
     assert len(lines) == 1 and said in lines[0] and lines[0].split(":")[0] in ("ImageToGpu", "PointCloud2ToGpu",
                                                                              "GpuToImage", "GpuToPointCloud2"), out.stderr
 

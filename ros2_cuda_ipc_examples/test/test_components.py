@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+from peers import own_lines
 from processes import interrupt, start, wait_for_nodes
 from rclpy.parameter import Parameter
 
@@ -127,9 +128,7 @@ def test_a_refused_parameter_ends_the_process_with_one_line_and_exit_code_2():
     out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_examples.nodes.camera", "--ros-args", "-p", "fps:=0.0"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2, out.stderr
-    # rcl's own warnings (Jazzy's about the tests' ROS_LOCALHOST_ONLY) are not ours; ours is one line.
-    ours = [line for line in out.stderr.strip().splitlines() if "] [rcl]: " not in line]
-    assert ours == ["SyntheticCamera: fps (0.0) must be positive, frames (0), seconds (0.0), "
+    assert own_lines(out.stderr) == ["SyntheticCamera: fps (0.0) must be positive, frames (0), seconds (0.0), "
                     "start_delay (1.0) and wait_for_subscribers not negative"]
 
 
