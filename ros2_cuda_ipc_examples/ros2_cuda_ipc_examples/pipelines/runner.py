@@ -46,7 +46,8 @@ __all__ = ["RECORDED_TOPICS", "PipelineConflict", "PipelineFailed", "Watcher", "
            "write_summary"]
 
 SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080), "4k": (3840, 2160)}
-STARTUP_TIMEOUT = 60.0  # seconds for every node to report once, and then for the source's first frame
+STARTUP_TIMEOUT = 60.0  # seconds for every node to report once
+FIRST_FRAME_TIMEOUT = 60.0  # seconds after that for the source's first frame
 DRAIN_REPORTS = 2  # after the source is done: reports with no change before the pipeline counts as drained
 STOP_TIMEOUT = 15.0  # seconds a node has to end after SIGINT before it is asked for its stacks and killed
 #: Called by the runner's loop with the live table and each node's pid: see :func:`run_pipeline`.
@@ -536,8 +537,8 @@ def _watch(spinner: Any, table: StatsTable, children: list[_Child], screen: _Scr
         if not missing and all_reported is None:
             all_reported = now
         if source is not None and source["out"] == 0 and all_reported is not None \
-                and now - all_reported > STARTUP_TIMEOUT:
-            raise PipelineFailed(f"{table.order[0]} sent no frame in the {STARTUP_TIMEOUT:.0f} s after every node "
+                and now - all_reported > FIRST_FRAME_TIMEOUT:
+            raise PipelineFailed(f"{table.order[0]} sent no frame in the {FIRST_FRAME_TIMEOUT:.0f} s after every node "
                                  f"reported: it, or a node after it, still waits for a subscription (seen when a "
                                  f"process's DDS discovery missed another's endpoint for good); logs in "
                                  f"{children[0].log.parent}\n{table.render()}")
