@@ -35,7 +35,7 @@ class RestartingExecutor(SingleThreadedExecutor):
 
     def spin_once(self, timeout_sec: float | None = None) -> None:
         try:
-            handler, _entity, node = self.wait_for_ready_callbacks(timeout_sec=timeout_sec)
+            handler, _, node = self.wait_for_ready_callbacks(timeout_sec=timeout_sec)
         except (ShutdownException, TimeoutException, ConditionReachedException):
             return
         handler()
