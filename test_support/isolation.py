@@ -11,6 +11,7 @@ not where they cannot run.
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import subprocess
 import tempfile
@@ -19,19 +20,39 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+#: Where the administration commands live when PATH leaves them out (a non-login root shell, a minimal env).
+ADMIN_FOLDERS = ("/usr/sbin", "/sbin", "/usr/bin", "/bin")
+
+
+def admin_tool(name: str) -> str | None:
+    """The path of ``ip``, ``useradd``, ``userdel``: on PATH or in the sbin folders; None if there is none."""
+    return shutil.which(name) or shutil.which(name, path=os.pathsep.join(ADMIN_FOLDERS))
+
 
 def isolation_unavailable() -> str | None:
     """Why namespaces and users cannot be made here, or None."""
     if os.geteuid() != 0:
         return "needs root (ip netns, useradd)"
     for tool in ("ip", "useradd", "userdel"):
-        if shutil.which(tool) is None:
+        if admin_tool(tool) is None:
             return f"needs the {tool} command"
     return None
 
 
-def _run(*args: str) -> None:
-    subprocess.run(args, check=True, capture_output=True, text=True)
+def _run(tool: str, *args: str, check: bool = True) -> None:
+    subprocess.run([admin_tool(tool) or tool, *args], check=check, capture_output=True, text=True)
+
+
+@contextmanager
+def system_user(name: str) -> Iterator[tuple[int, int]]:
+    """(uid, gid) of a fresh system user ``name`` (one left by an earlier run is replaced), removed afterwards."""
+    _run("userdel", name, check=False)
+    _run("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name)
+    try:
+        entry = pwd.getpwnam(name)
+        yield entry.pw_uid, entry.pw_gid
+    finally:  # the test has ended the user's processes (its own peers) by then
+        _run("userdel", name, check=False)
 
 
 def fastdds_profile(path: Path, address: str, peers: Sequence[str]) -> Path:
@@ -104,7 +125,7 @@ def other_host() -> Iterator[tuple[Place, Place]]:
         _run("ip", "link", "set", inner, "netns", netns)
         _run("ip", "addr", "add", f"{here_ip}/30", "dev", outer)
         _run("ip", "link", "set", outer, "up")
-        inside = ("ip", "netns", "exec", netns)
+        inside = (admin_tool("ip") or "ip", "netns", "exec", netns)
         _run(*inside, "ip", "addr", "add", f"{there_ip}/30", "dev", inner)
         _run(*inside, "ip", "link", "set", inner, "up")
         _run(*inside, "ip", "link", "set", "lo", "up")
@@ -113,8 +134,8 @@ def other_host() -> Iterator[tuple[Place, Place]]:
         there = Place(inside, dds_env(fastdds_profile(folder / "there.xml", there_ip, peers)))
         yield here, there
     finally:
-        subprocess.run(["ip", "netns", "del", netns], capture_output=True)  # takes its end of the pair with it
-        subprocess.run(["ip", "link", "del", outer], capture_output=True)  # if it was made but never moved
+        _run("ip", "netns", "del", netns, check=False)  # takes its end of the pair with it
+        _run("ip", "link", "del", outer, check=False)  # if it was made but never moved
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -129,21 +150,15 @@ def other_user() -> Iterator[tuple[Place, Place, int]]:
     """
     name = f"r2ci{os.getpid() % 100000}"
     folder = Path(tempfile.mkdtemp(prefix="r2ci-user-"))
-    made = False
     try:
-        _run("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name)
-        made = True
-        uid = int(subprocess.run(["id", "-u", name], check=True, capture_output=True, text=True).stdout)
-        gid = int(subprocess.run(["id", "-g", name], check=True, capture_output=True, text=True).stdout)
-        os.chmod(folder, 0o755)
-        env = dds_env(fastdds_profile(folder / "loopback.xml", "127.0.0.1", ["127.0.0.1"]))
-        home = folder / "home"
-        home.mkdir()
-        os.chown(home, uid, gid)
-        theirs = {**env, "HOME": str(home), "ROS_LOG_DIR": str(home / "log"), "USER": name,
-                  "R2CI_RUN_AS": f"{uid}:{gid}"}
-        yield Place((), env), Place((), theirs), uid
+        with system_user(name) as (uid, gid):
+            os.chmod(folder, 0o755)
+            env = dds_env(fastdds_profile(folder / "loopback.xml", "127.0.0.1", ["127.0.0.1"]))
+            home = folder / "home"
+            home.mkdir()
+            os.chown(home, uid, gid)
+            theirs = {**env, "HOME": str(home), "ROS_LOG_DIR": str(home / "log"), "USER": name,
+                      "R2CI_RUN_AS": f"{uid}:{gid}"}
+            yield Place((), env), Place((), theirs), uid
     finally:
-        if made:  # the test has ended the user's processes (its own peers) by then
-            subprocess.run(["userdel", name], capture_output=True)
         shutil.rmtree(folder, ignore_errors=True)

@@ -28,7 +28,7 @@ from .errors import (
     Ros2CudaIpcError,
     StaleDescriptorError,
 )
-from .jpeg import ChannelOrder, JpegUnavailableError, encode_jpeg, jpeg_backend
+from .jpeg import ChannelOrder, JpegUnavailableError, encode_jpeg, jpeg_backend, warm_up_jpeg
 from .message_bytes import message_bytes
 from .node_cli import STARTUP_ERRORS, node_help, plain_text, refuse_unusable_memory, run_node, tool_parser
 from .parameters import NodeParameter, ParameterError, ParameterValue, declare, parameter_table
@@ -134,4 +134,5 @@ __all__ = [
     "strided_source",
     "tool_parser",
     "twin_topic",
+    "warm_up_jpeg",
 ]

@@ -4,8 +4,10 @@ The caller takes the lease (a read ordered on :attr:`BackgroundDownload.stream` 
 event: never a host-side wait) and hands the view over; one worker thread runs the work and closes the
 view, so the lease is held only until the copy is done.  At most one frame is in work: a frame offered
 while the worker is busy is refused (the caller counts it dropped), so a slow consumer of downloads
-never holds more than one block and never blocks the caller.  The typed publishers' CPU twins and the
-bag recorder use it.
+never holds more than one block and never blocks the caller.  A frame's work may need a warm-up first (a
+library's import and first call, seconds long): it runs on the worker too, so it never stalls the caller
+either, and frames offered during it are counted apart.  The typed publishers' CPU twins and the bag
+recorder use it.
 """
 
 from __future__ import annotations
@@ -26,16 +28,17 @@ __all__ = ["BackgroundDownload"]
 class BackgroundDownload:
     """One worker thread and, for CUDA, one non-blocking side stream on ``cuda_device`` (None: host frames).
 
-    Counters: ``submitted``, ``busy_drops`` (refused while the worker was busy), ``failed`` (work that raised:
-    logged, never raised), ``done``.
+    Counters: ``submitted``, ``busy_drops`` (refused while the worker was busy with a frame), ``warmup_drops``
+    (refused while a warm-up ran), ``failed`` (work that raised: logged, never raised), ``done``.
     """
 
     def __init__(self, name: str, cuda_device: int | None = None) -> None:
         self.name = name
         self.cuda_device = cuda_device
-        self.counters = Counters("submitted", "busy_drops", "failed", "done")
+        self.counters = Counters("submitted", "busy_drops", "warmup_drops", "failed", "done")
         self._stream = 0
-        self._job: tuple[Any, Callable[[Any], Callable[[], None] | None]] | None = None
+        self._job: tuple[Any, Callable[[Any], Callable[[], None] | None], Callable[[], object] | None] | None = None
+        self._warming = False
         self._wake = threading.Condition()
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -51,19 +54,21 @@ class BackgroundDownload:
     def busy(self) -> bool:
         return self._job is not None
 
-    def submit(self, lease: Callable[[int], V], work: Callable[[V], Callable[[], None] | None]) -> bool:
+    def submit(self, lease: Callable[[int], V], work: Callable[[V], Callable[[], None] | None], *,
+               warm_up: Callable[[], object] | None = None) -> bool:
         """Lease a frame now (``lease(stream)`` returns a closable view) and run ``work(view)`` on the worker.
 
         False, with nothing leased, if a frame is still in work or this is closed.  The view is closed
         and the worker takes the next frame as soon as the work returns (or raises); what the work returns,
-        if anything, runs after that, without the lease (publishing what the work made, say).
+        if anything, runs after that, without the lease (publishing what the work made, say).  ``warm_up``,
+        if given, runs on the worker before the work (the frame stays leased meanwhile, so none is lost).
         """
         with self._wake:
             if self._closed or self._job is not None:
-                self.counters.add("busy_drops")
+                self.counters.add("warmup_drops" if self._warming else "busy_drops")
                 return False
-            view = lease(self.stream)
-            self._job = (view, work)
+            self._job = (lease(self.stream), work, warm_up)
+            self._warming = warm_up is not None
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=f"download {self.name}", daemon=True)
                 self._thread.start()
@@ -82,9 +87,13 @@ class BackgroundDownload:
                     self._wake.wait()
                 if self._job is None:
                     return
-                view, work = self._job
+                view, work, warm_up = self._job
             then = None
             try:
+                if warm_up is not None:
+                    warm_up()
+                    with self._wake:
+                        self._warming = False
                 then = work(view)
             except Exception as exc:  # a frame that cannot be converted is this frame's loss, not the node's
                 self._failed(exc)
@@ -92,6 +101,7 @@ class BackgroundDownload:
                 view.close()
                 with self._wake:
                     self._job = None
+                    self._warming = False
             try:
                 if then is not None:
                     then()

@@ -22,7 +22,7 @@ _RGB_INDEX: dict[str, tuple[int, ...]] = {"rgb": (0, 1, 2), "bgr": (2, 1, 0), "r
                                           "mono": (0,)}
 _CHANNELS = {"rgb": 3, "bgr": 3, "rgba": 4, "bgra": 4, "mono": 1}
 
-__all__ = ["ChannelOrder", "JpegUnavailableError", "encode_jpeg", "jpeg_backend"]
+__all__ = ["ChannelOrder", "JpegUnavailableError", "encode_jpeg", "jpeg_backend", "warm_up_jpeg"]
 
 
 class JpegUnavailableError(Ros2CudaIpcError):
@@ -63,6 +63,26 @@ def encode_jpeg(image: Any, order: ChannelOrder, quality: int = 80, *, stream: S
         return _encode_torchvision(image, order, int(quality), stream_handle(stream) if on_cuda else None)
     host = _host_array(image, on_cuda, stream)
     return _encode_pillow(host, order, int(quality))
+
+
+def warm_up_jpeg(memory: str, cuda_device: int = 0) -> str | None:
+    """Load the encoder :func:`encode_jpeg` would use for ``memory`` and encode one tiny picture with it.
+
+    The first encode pays for the library's import and, on the GPU, torch's CUDA start and nvJPEG's
+    handle: seconds, not the frame's milliseconds.  Calling this first (the twins do on their first
+    compressed subscriber, the recorder before it subscribes) keeps that out of any frame's time.
+    Returns the backend's name, None when no encoder is installed.
+    """
+    backend = jpeg_backend(memory)
+    if backend == "torchvision" and memory == "cuda":
+        import torch
+
+        with torch.cuda.device(cuda_device):
+            encode_jpeg(torch.zeros((16, 16, 3), dtype=torch.uint8, device=f"cuda:{cuda_device}"), "rgb")
+            torch.cuda.synchronize()
+    elif backend is not None:
+        encode_jpeg(np.zeros((16, 16, 3), np.uint8), "rgb")
+    return backend
 
 
 def _checked_shape(shape: tuple[int, ...], dtype: Any, order: str) -> None:

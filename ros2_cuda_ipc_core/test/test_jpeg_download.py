@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from gpu_marks import needs_gpu
 
-from ros2_cuda_ipc_core import BackgroundDownload, JpegUnavailableError, encode_jpeg, jpeg, jpeg_backend
+from ros2_cuda_ipc_core import BackgroundDownload, JpegUnavailableError, encode_jpeg, jpeg, jpeg_backend, warm_up_jpeg
 
 
 def gradient(channels: int = 3) -> np.ndarray:
@@ -71,6 +71,25 @@ def test_a_cuda_frame_is_encoded_on_the_gpu_without_a_host_copy(monkeypatch):
     assert np.abs(decoded.astype(int) - image[:, :, [2, 1, 0]]).mean() < 2.0
 
 
+def test_warm_up_loads_the_host_encoder():
+    import sys
+
+    assert warm_up_jpeg("host") == "pillow" and "PIL.JpegImagePlugin" in sys.modules
+
+
+def test_warm_up_without_an_encoder_says_so(monkeypatch):
+    monkeypatch.setattr(jpeg.importlib.util, "find_spec", lambda name: None)
+    assert warm_up_jpeg("cuda") is None
+
+
+@needs_gpu
+def test_warm_up_on_the_gpu_starts_torch_cuda_and_nvjpeg():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchvision")
+    assert warm_up_jpeg("cuda", 0) == "torchvision"
+    assert torch.cuda.is_initialized()
+
+
 class Closable:
     def __init__(self):
         self.closed = threading.Event()
@@ -111,3 +130,25 @@ def test_background_work_that_raises_is_counted_and_its_view_closed():
         assert view.closed.wait(10)
     assert worker.stats()["failed"] == 1
     assert not worker.submit(lambda stream: Closable(), print)  # closed: refused
+
+
+def test_a_warm_up_runs_on_the_worker_before_the_work_and_frames_offered_meanwhile_are_counted_apart():
+    release, order = threading.Event(), []
+    first = Closable()
+
+    def warm_up():
+        order.append(("warm_up", threading.current_thread()))
+        release.wait(10)
+
+    with BackgroundDownload("test") as worker:
+        assert worker.submit(lambda stream: first, lambda view: order.append(("work", view.closed.is_set())),
+                             warm_up=warm_up)
+        assert not worker.submit(lambda stream: Closable(), print)
+        assert not worker.submit(lambda stream: Closable(), print)
+        stats = worker.stats()
+        assert (stats["warmup_drops"], stats["busy_drops"]) == (2, 0)
+        release.set()
+        assert first.closed.wait(10)
+    assert order[0][0] == "warm_up" and order[0][1] is not threading.current_thread()
+    assert order[1] == ("work", False)  # the frame stayed leased through the warm-up: it is not lost
+    assert worker.stats()["done"] == 1

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from core_peer import FIELDS, core_from_json, core_to_json
 from gpu_marks import MEMORIES, needs_gpu
+from isolation import system_user
 from peers import ask, spawn_peer
 from test_descriptors import copy_core
 
@@ -60,12 +61,8 @@ def remote(core):
 @contextlib.contextmanager
 def made_user(name: str):
     """A system user for the test, removed afterwards; its uid."""
-    subprocess.run(["userdel", name], capture_output=True)
-    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
-    try:
-        yield pwd.getpwnam(name).pw_uid
-    finally:
-        subprocess.run(["userdel", name], check=True)
+    with system_user(name) as (uid, _gid):
+        yield uid
 
 
 @pytest.fixture(scope="module")

@@ -89,7 +89,8 @@ def test_cuda_rows_verify_every_frame_on_a_gpu(tmp_path: Path) -> None:
     for row in run["results"]:
         assert row["bad"] == 0, row
         if row["transport"] == "cuda":
-            assert row["verified"] == row["frames"] == 6, row  # the consumer's reduction on its own stream saw every frame
+            counts = {key: row[key] for key in ("frames", "received", "measured", "verified", "stale", "errors", "last_error")}
+            assert row["verified"] == row["frames"] == 6, counts  # the consumer's reduction on its own stream saw every frame
             assert {"read", "view", "wait", "work", "release"} <= set(row["stats_us"])
 
 

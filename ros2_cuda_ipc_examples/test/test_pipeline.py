@@ -38,7 +38,9 @@ def assert_every_frame_checked(summary: dict) -> None:
     assert summary["frames_published"] == FRAMES
     for name in CONSUMERS:
         report = summary["nodes"][name]
-        assert (report["checked"], report["bad"], report["stale"], report["lost"]) == (FRAMES, 0, 0, 0), (name, report)
+        counts = (report["checked"], report["bad"], report["stale"], report["lost"])
+        assert counts == (FRAMES, 0, 0, 0), f"{name}: checked, bad, stale, lost {counts}; first drops (s after " \
+            f"its start, what, frames) {report['first_drops']}; {json.dumps(report)}"
         assert report["latency_ms_total"]["n"] == FRAMES
     assert set(summary["exit_codes"].values()) == {0}
 

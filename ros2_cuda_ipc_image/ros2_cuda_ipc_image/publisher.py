@@ -15,6 +15,7 @@ from ros2_cuda_ipc_core import (
     TypedPublisher,
     copy_rows,
     strided_source,
+    warm_up_jpeg,
 )
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
@@ -66,9 +67,10 @@ class ImagePublisher(TypedPublisher[ImageLayout, GpuImage]):
     def twin_specs(self, base_topic: str) -> list[TwinSpec]:
         specs = [TwinSpec(Image, base_topic, to_image_msg)]
         if self.layout.encoding in JPEG_ORDERS:
-            quality = self.jpeg_quality
+            quality, memory, device = self.jpeg_quality, self.pool.memory, self.pool.device
             specs.append(TwinSpec(CompressedImage, f"{base_topic}/compressed",
-                                  lambda view: to_compressed_image_msg(view, quality), "encodes"))
+                                  lambda view: to_compressed_image_msg(view, quality), "encodes",
+                                  lambda: warm_up_jpeg(memory, device)))
         return specs
 
     def twin_reader(self) -> ImageReader:

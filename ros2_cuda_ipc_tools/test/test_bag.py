@@ -287,3 +287,7 @@ def test_sigterm_closes_the_bag_of_a_recorder_waiting_for_topics(tmp_path) -> No
     out, err = recorder.communicate(timeout=60)
     assert recorder.returncode == 0, err
     assert "0 messages" in out
+    from rosbags.rosbag2 import Reader
+
+    with Reader(bag) as reader:  # still a bag, as ros2 bag record leaves one: its file and metadata
+        assert reader.message_count == 0 and list(reader.messages()) == []

@@ -5,6 +5,9 @@ offer costs one ``get_subscription_count`` per twin and nothing is leased, downl
 one, the publisher's own block is leased (same-process path, ordered on a side stream after the frame's
 ready event) and handed to a :class:`BackgroundDownload` worker that converts and publishes, so the
 zero-copy readers never wait for it; a frame offered while the worker is busy is dropped and counted.
+A twin whose conversion needs a library's warm-up (the JPEG encoder: seconds on the GPU) gets it on the
+worker before its first frame; frames offered meanwhile are counted as ``warmup_drops``, apart from the
+steady state's ``busy_drops``.
 
 Topic names follow one rule, :func:`twin_topic`: the descriptor topic's resolved name plus ``/cpu``
 (images add the ``/compressed`` sibling, as image_transport pairs them).
@@ -36,13 +39,15 @@ def twin_topic(topic: str) -> str:
 class TwinSpec:
     """One CPU twin: its message type, topic, how a leased view becomes its message, and the work it counts.
 
-    ``work`` names the counter one conversion bumps (``"downloads"`` or ``"encodes"``).
+    ``work`` names the counter one conversion bumps (``"downloads"`` or ``"encodes"``); ``warm_up``, if
+    any, runs once on the worker before the first conversion, with no frame leased.
     """
 
     message_type: type
     topic: str
     convert: Callable[[Any], Any]
     work: str = "downloads"
+    warm_up: Callable[[], object] | None = None
 
 
 class CpuTwins:
@@ -63,7 +68,9 @@ class CpuTwins:
         self._pairs = [(spec, node.create_publisher(spec.message_type, spec.topic, qos)) for spec in self.specs]
         self._worker = BackgroundDownload(name, cuda_device)
         self._last = float("-inf")
-        self.counters = Counters("offered", "idle", "rate_skips", "leased", "lease_failures", "downloads", "encodes",
+        self._warm: set[str] = set()
+        self.counters = Counters("offered", "idle", "rate_skips", "warm_ups", "leased", "lease_failures", "downloads",
+                                 "encodes",
                                  *(f"published {spec.topic}" for spec in self.specs))
 
     @property
@@ -85,14 +92,19 @@ class CpuTwins:
         if self.rate and now - self._last < 1.0 / self.rate:
             self.counters.add("rate_skips")
             return
+        cold = [spec for spec, _pub in wanted if spec.warm_up is not None and spec.topic not in self._warm]
         try:
-            leased = self._worker.submit(lambda stream: self._read(msg, stream), lambda view: self._convert(view, wanted))
+            leased = self._worker.submit(lambda stream: self._read(msg, stream), lambda view: self._convert(view, wanted),
+                                         warm_up=(lambda: _warm_up(cold)) if cold else None)
         except Ros2CudaIpcError:  # the block moved on already (reuse_delay 0): this frame's twins are lost
             self.counters.add("lease_failures")
             return
         if leased:
             self._last = now
             self.counters.add("leased")
+            if cold:
+                self._warm.update(spec.topic for spec in cold)
+                self.counters.add("warm_ups")
 
     def _convert(self, view: Any, wanted: list[tuple[TwinSpec, Any]]) -> Callable[[], None]:
         """Make every wanted twin message from the leased ``view``; what it returns publishes them, lease given back."""
@@ -109,10 +121,12 @@ class CpuTwins:
         return publish
 
     def stats(self) -> dict[str, int]:
-        """Offers, frames leased for the twins, downloads, encodes, messages published per twin, and the
-        worker's ``busy_drops`` (frames dropped because the previous one was still in work) and ``failed``."""
+        """Offers, frames leased for the twins, downloads, encodes, messages published per twin, warm-ups and
+        the frames dropped during them (``warmup_drops``), and the worker's ``busy_drops`` (frames dropped
+        because the previous one was still in work) and ``failed``."""
         worker = self._worker.stats()
-        return {**self.counters.snapshot(), "busy_drops": worker["busy_drops"], "failed": worker["failed"]}
+        return {**self.counters.snapshot(), "busy_drops": worker["busy_drops"], "warmup_drops": worker["warmup_drops"],
+                "failed": worker["failed"]}
 
     def close(self) -> None:
         """Finish the frame in work, then withdraw the twin topics."""
@@ -120,3 +134,9 @@ class CpuTwins:
         pairs, self._pairs = self._pairs, []
         for _spec, pub in pairs:
             self._node.destroy_publisher(pub)
+
+
+def _warm_up(specs: Sequence[TwinSpec]) -> None:
+    for spec in specs:
+        if spec.warm_up is not None:
+            spec.warm_up()

@@ -27,6 +27,10 @@ def to_message_data(host: Any) -> array.array:
     return data
 
 
+#: A frame-like buffer small enough to cost nothing, large enough for the kernels a frame uses.
+WARM_UP_BYTES = 64 * 1024
+
+
 class HostArrays:
     """numpy: frames in host memory."""
 
@@ -144,4 +148,9 @@ class CupyArrays:
 
 
 def gpu_arrays(library: str, device: int = 0) -> TorchArrays | CupyArrays:
-    return TorchArrays(device) if library == "torch" else CupyArrays(device)
+    """The library's arrays on ``device``, warmed up: the upload's and checksum's kernels are loaded now (CUDA
+    loads modules lazily, hundreds of milliseconds the first time), not while the first measured frame waits."""
+    arrays = TorchArrays(device) if library == "torch" else CupyArrays(device)
+    arrays.checksum(arrays.upload(bytearray(WARM_UP_BYTES)))
+    arrays.synchronize()
+    return arrays

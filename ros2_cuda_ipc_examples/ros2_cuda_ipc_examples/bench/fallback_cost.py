@@ -4,9 +4,12 @@
 
 One run, three phases of ``--seconds`` each: a camera-like publisher (this process) and a zero-copy
 ``ImageSubscription`` (a process of its own) throughout; a ``sensor_msgs/Image`` twin subscriber
-(another process) during the second phase, a ``CompressedImage`` one during the third.  The reader's
-latency from the frame's stamp, p50 / p99 per phase, and the twins' counters (frames twinned, dropped
-while the worker was busy) are printed as a table.  Ratios within one run are what it measures.
+(another process) during the second phase, a ``CompressedImage`` one during the third.  Each phase is
+steady state: it starts once the twin has published its first message (the JPEG encoder's warm-up, timed
+and shown apart) and, for the first, after a second of frames.  The reader's latency from the frame's
+stamp, p50 / p99 per phase, the publisher process's CPU per frame and the twins' counters (frames
+twinned, dropped while the worker was busy) are printed as a table.  Ratios within one run are what it
+measures.
 """
 
 from __future__ import annotations
@@ -101,10 +104,12 @@ def _run(options: argparse.Namespace) -> int:
                 twin = _spawn("twin" if phase == "raw" else "twin-compressed")
                 _wait(node, lambda: any(pub.twins.subscription_counts().values()) if pub.twins else False, 30,
                       f"the {phase} twin subscriber")
-            before = pub.fallback_stats()
-            _publish_for(node, pub, picture, phase, options.fps, options.seconds)
+            warm_up_s = _warm_up(node, pub, picture, PHASES.index(phase), options.fps)
+            before, cpu = pub.fallback_stats(), time.process_time()
+            frames = _publish_for(node, pub, picture, phase, options.fps, options.seconds)
             after = pub.fallback_stats()
-            rows.append({"phase": phase, **{k: after[k] - before[k] for k in ("leased", "encodes", "busy_drops")}})
+            rows.append({"phase": phase, "warm_up_s": warm_up_s, "cpu_ms": (time.process_time() - cpu) * 1e3 / frames,
+                         **{k: after[k] - before[k] for k in ("leased", "encodes", "busy_drops")}})
             if twin is not None:
                 twin.terminate()
                 twin.wait()
@@ -122,11 +127,13 @@ def _run(options: argparse.Namespace) -> int:
         rclpy.try_shutdown()
     print(f"fallback_cost: {width}x{height} rgb8 at {options.fps:g} fps, {pub.pool.memory} memory, "
           f"{options.seconds:g} s a phase; the zero-copy reader's latency from the stamp:")
-    print(f"  {'twin subscriber':<16} {'frames':>6} {'p50 ms':>8} {'p99 ms':>8} {'twinned':>8} {'JPEGs':>6} {'dropped':>8}")
+    print(f"  {'twin subscriber':<16} {'frames':>6} {'p50 ms':>8} {'p99 ms':>8} {'twinned':>8} {'JPEGs':>6} {'dropped':>8} "
+          f"{'CPU ms/frame':>13} {'warm-up s':>10}")
     for row in rows:
         got = np.array(result["latencies"].get(row["phase"], [np.nan]))
         print(f"  {row['phase']:<16} {len(got):>6} {np.percentile(got, 50):>8.2f} {np.percentile(got, 99):>8.2f} "
-              f"{row['leased']:>8} {row['encodes']:>6} {row['busy_drops']:>8}")
+              f"{row['leased']:>8} {row['encodes']:>6} {row['busy_drops']:>8} {row['cpu_ms']:>13.2f} "
+              f"{row['warm_up_s']:>10.2f}")
     return 0
 
 
@@ -140,19 +147,38 @@ def _wait(node: Any, done: Any, timeout: float, what: str) -> None:
         rclpy.spin_once(node, timeout_sec=0.05)
 
 
-def _publish_for(node: Any, pub: Any, picture: np.ndarray, phase: str, fps: float, seconds: float) -> None:
+def _warm_up(node: Any, pub: Any, picture: np.ndarray, phase: int, fps: float) -> float:
+    """Frames (named 'warmup', not measured) until phase ``phase``'s twin published its first message, or a
+    second of them for the phase without a twin; the seconds it took."""
+    started = time.monotonic()
+    if phase == 0:
+        _publish_for(node, pub, picture, "warmup", fps, 1.0)
+        return time.monotonic() - started
+    published = f"published {pub.twins.topics[phase - 1]}"
+    first = pub.fallback_stats()[published]
+    while pub.fallback_stats()[published] == first:
+        if time.monotonic() - started > 120:
+            raise SystemExit(f"fallback_cost: the twin published nothing in 120 s: {pub.fallback_stats()}")
+        _publish_for(node, pub, picture, "warmup", fps, 1.0 / fps)
+    return time.monotonic() - started
+
+
+def _publish_for(node: Any, pub: Any, picture: np.ndarray, phase: str, fps: float, seconds: float) -> int:
+    """Publish ``picture`` at ``fps`` for ``seconds`` (at least one frame), its frame_id ``phase``: the count."""
     import rclpy
     from std_msgs.msg import Header
 
     period, start = 1.0 / fps, time.monotonic()
-    tick = start
+    tick, count = start, 0
     while tick - start < seconds:
         header = Header(frame_id=phase)
         header.stamp = node.get_clock().now().to_msg()
         pub.publish_array(picture, header=header)
+        count += 1
         tick += period
         while time.monotonic() < tick:
             rclpy.spin_once(node, timeout_sec=max(0.0, tick - time.monotonic()))
+    return count
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import os
 import random
+import re
 import shutil
 import signal
 import statistics
@@ -62,6 +63,8 @@ class _Life:
     pid: int
     started: float
     samples: list[dict[str, float]] = field(default_factory=list)
+    first_fds: dict[str, int] = field(default_factory=dict)  # what its fds point at: first and latest sample
+    last_fds: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -157,6 +160,9 @@ class PipelineSoak:
                 usage["leases_held"] = float(report["leases_held"])
             if pid in self._gpu:
                 usage["gpu_mib"] = self._gpu[pid]
+            life.last_fds = fd_kinds(pid)
+            if not life.samples:
+                life.first_fds = life.last_fds
             life.samples.append(usage)
             self._check_stall(name, life, table, now)
 
@@ -282,4 +288,27 @@ def run_pipeline_soak(args: argparse.Namespace) -> int:
 def _print_growth(soak: PipelineSoak) -> None:
     for name, metric, first, last, ok in soak.growth():
         print(f"{metric:<12} {name:<11} first {first:9.1f}  last {last:9.1f}  {'ok' if ok else 'GROWTH'}")
+        lives = soak.lives.get(name, [])
+        if metric == "fds" and not ok and lives:
+            before, after = lives[0].first_fds, lives[-1].last_fds
+            changed = {kind: after.get(kind, 0) - before.get(kind, 0) for kind in sorted({*before, *after})}
+            print(f"             {name}'s fds, first life's first sample to last life's last: "
+                  + ", ".join(f"{kind} {n:+d}" for kind, n in changed.items() if n))
+
+
+def fd_kinds(pid: int) -> dict[str, int]:
+    """What a live process's fds point at, counted by kind (a path without its digits, 'socket', ...)."""
+    kinds: dict[str, int] = {}
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return kinds
+    for name in names:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{name}")
+        except OSError:
+            continue
+        kind = re.sub(r"[0-9a-f]{8,}|\d+", "N", target.split(":[")[0] if ":[" in target else target)
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return kinds
 

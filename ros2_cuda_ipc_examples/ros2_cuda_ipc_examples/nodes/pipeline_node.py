@@ -68,6 +68,8 @@ class PipelineNode(Node):
         trace_path = self.parameter("trace_path")
         self._trace = FrameTrace(Path(trace_path)) if trace_path else None
         self._last_seq: int | None = None
+        self._born = time.monotonic()
+        self._drops: list[tuple[float, str, int]] = []  # the first few (seconds since start, kind, frames): when
         self._backends: dict[str, ArrayBackend] = {}
         self._subscriptions_read: list[Any] = []
         self._reports = self.create_publisher(String, STATS_TOPIC, 10)
@@ -210,6 +212,7 @@ class PipelineNode(Node):
                 trace.finish(self._last_latency)
         except StaleDescriptorError:
             self.counts["stale"] += 1
+            self._dropped("stale", 1)
         except PoolUnavailableError as exc:
             self.counts["gone"] += 1
             self.get_logger().info(f"frame dropped: {exc}", throttle_duration_sec=5.0)
@@ -221,7 +224,12 @@ class PipelineNode(Node):
         """Count frames the camera numbered but this node never got (dropped on the way)."""
         if self._last_seq is not None and seq > self._last_seq + 1:
             self.counts["lost"] += seq - self._last_seq - 1
+            self._dropped(f"lost after {self._last_seq}", seq - self._last_seq - 1)
         self._last_seq = seq if self._last_seq is None else max(seq, self._last_seq)
+
+    def _dropped(self, kind: str, frames: int) -> None:
+        if len(self._drops) < 8:
+            self._drops.append((round(time.monotonic() - self._born, 2), kind, frames))
 
     def latency_from(self, stamp: Any) -> float:
         """Milliseconds from the camera's ``stamp`` to now, recorded for the report."""
@@ -267,5 +275,6 @@ class PipelineNode(Node):
             counts["stale"] += stale
         stats = {"node": self.get_fully_qualified_name(), "kind": type(self).__name__, "pid": os.getpid(),
                  "time": time.time(), **counts, **read, **self._latencies.report(),
-                 "cpu": self._cpu.report(self.frames_done()), "gc_pauses": self._gc.report(), **self.extra_stats()}
+                 "cpu": self._cpu.report(self.frames_done()), "gc_pauses": self._gc.report(), "first_drops": self._drops,
+                 **self.extra_stats()}
         self._reports.publish(String(data=json.dumps(stats)))

@@ -1,5 +1,5 @@
 """Where a process that will not stop is stuck below Python: every thread's name, state and kernel wait,
-and the C stacks when ``gdb`` is here.
+and the C stacks when ``gdb`` (or CUDA's ``cuda-gdb``, gdb with CUDA added) is here.
 
 ``faulthandler`` (see ``ros2_cuda_ipc_tools``' parent watch) shows the Python frames only: a main
 thread inside ``destroy_node`` is inside rcl, rmw and the DDS library by then, waiting on something
@@ -31,17 +31,27 @@ def _threads(pid: int) -> list[str]:
     return lines
 
 
+def _debugger() -> str | None:
+    """gdb, else cuda-gdb (on PATH, or where the CUDA toolkit installs it: GPU machines often have only that)."""
+    for name in ("gdb", "cuda-gdb"):
+        found = shutil.which(name)
+        if found:
+            return found
+    toolkit = sorted(Path("/usr/local").glob("cuda*/bin/cuda-gdb"))
+    return str(toolkit[-1]) if toolkit else None
+
+
 def native_stacks(pid: int, timeout: float = 20.0) -> str:
     """Threads of ``pid`` from /proc, then ``gdb``'s backtrace of each (where gdb exists and may attach)."""
     text = [f"threads of pid {pid} (from /proc):", *_threads(pid)]
-    gdb = shutil.which("gdb")
+    gdb = _debugger()
     if gdb is None:
-        return "\n".join([*text, "(no gdb here: no C stacks)"])
+        return "\n".join([*text, "(no gdb or cuda-gdb here: no C stacks)"])
     try:
         done = subprocess.run([gdb, "-p", str(pid), "-batch", "-nx", "-ex", "thread apply all bt 40"],
                               capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return "\n".join([*text, f"(gdb did not answer in {timeout:.0f} s)"])
     backtraces = [line for line in done.stdout.splitlines() if line.startswith(("Thread ", "#"))]
-    return "\n".join([*text, "C stacks (gdb):", *backtraces] if backtraces else
+    return "\n".join([*text, f"C stacks ({Path(gdb).name}):", *backtraces] if backtraces else
                      [*text, f"(gdb could not attach: {done.stderr.strip().splitlines()[-1:] or '?'})"])

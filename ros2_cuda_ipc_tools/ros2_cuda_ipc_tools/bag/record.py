@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ros2_cuda_ipc_core import tool_parser
+from ros2_cuda_ipc_core import cuda_device_count, encode_jpeg, jpeg_backend, tool_parser, warm_up_jpeg
 
 from .bag_errors import BagError
 from .cli import number_argument, run_bag_tool
@@ -45,19 +45,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def jpeg_encoder() -> tuple[JpegEncoder, bool]:
-    """The JPEG encoder of the compressed CPU twins, by its public name in core, and whether it encodes CUDA
-    frames on the GPU (torchvision's nvJPEG)."""
-    import ros2_cuda_ipc_core
+def jpeg_encoder(device: int) -> tuple[JpegEncoder, bool]:
+    """The JPEG encoder of the compressed CPU twins, warmed up, and whether it encodes CUDA frames on the GPU.
 
-    encode = getattr(ros2_cuda_ipc_core, "encode_jpeg", None)
-    if encode is None:
-        raise BagError("--compressed needs the JPEG encoder of the compressed twins (ros2_cuda_ipc_core.encode_jpeg), "
-                       "which this installation lacks")
-    backend = getattr(ros2_cuda_ipc_core, "jpeg_backend", None)
-    if backend is not None and backend("host") is None:
+    The warm-up (the library's import; on the GPU, torch's CUDA start and nvJPEG) takes seconds: done here,
+    before any topic is subscribed, it costs no frame.
+    """
+    if jpeg_backend("host") is None:
         raise BagError("--compressed needs a JPEG encoder: pip install Pillow (or torchvision)")
-    return encode, backend is not None and backend("cuda") == "torchvision"
+    on_gpu = jpeg_backend("cuda") == "torchvision" and cuda_device_count() > device
+    warm_up_jpeg("host")
+    if on_gpu:
+        warm_up_jpeg("cuda", device)
+    return encode_jpeg, on_gpu
 
 
 def _status_printer() -> Any:
@@ -75,7 +75,7 @@ def record(args: argparse.Namespace) -> int:
 
     from .recorder import BagRecorder
 
-    encoder, on_gpu = jpeg_encoder() if args.compressed else (None, False)
+    encoder, on_gpu = jpeg_encoder(args.device) if args.compressed else (None, False)
     sink = SplitBagWriter(args.output, args.storage, args.max_bag_size, args.max_duration)
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)  # our handlers: the bag is closed before rclpy goes
     recorder: BagRecorder | None = None

@@ -9,6 +9,7 @@ as rosbag2's own splitting does, so ``ros2 bag info``/``play`` and rosbags see o
 from __future__ import annotations
 
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,7 +112,10 @@ class SplitBagWriter:
         shutil.rmtree(folder)
 
     def close(self) -> None:
-        """Close the file in progress and write ``metadata.yaml`` for every file (a bag of no message has none)."""
+        """Close the file in progress and write ``metadata.yaml`` for every file.  A recording that got no
+        message is still a bag (one empty file and its metadata), as ``ros2 bag record`` leaves one."""
+        if self._writer is None and not self._parts:
+            self._open_part(time.time_ns())
         if self._writer is not None:
             self._close_part()
         shutil.rmtree(self.path / ".parts", ignore_errors=True)
