@@ -6,6 +6,7 @@ alive and still converting; its stderr (the node's log) is what the test reads a
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -97,7 +98,10 @@ def node_process(package: str, name: str, node: Any, subscribes_to: str,
     running = NodeProcess(subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
     try:
         up = spin_until(node, lambda: not running.alive or node.count_subscribers(subscribes_to) > 0, 60)
-        assert up and running.alive, f"{name} did not come up (exit {running.proc.poll()})"
+        if not (up and running.alive):
+            code = running.stop()
+            raise AssertionError(f"{name} did not come up (exit {code}); LD_LIBRARY_PATH="
+                                 f"{os.environ.get('LD_LIBRARY_PATH')!r}; its stderr:\n{running.log}")
         yield running
     finally:
         if running.alive:

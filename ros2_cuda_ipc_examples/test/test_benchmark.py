@@ -41,7 +41,7 @@ def test_both_modes_on_host_memory_write_well_formed_outputs(tmp_path: Path) -> 
     assert run["machine"]["cpu_count"] >= 1 and run["machine"]["rmw"]
     cases = [(row["mode"], row["payload"], row["transport"]) for row in run["results"]]
     assert sorted(cases) == sorted((mode, payload, transport) for mode in ("latency", "throughput")
-                                   for payload in PAYLOAD_BYTES for transport in ("host", "sensor_msgs", "floor"))
+                                   for payload in PAYLOAD_BYTES for transport in ("host", "sensor_msgs", "fallback", "floor"))
     for row in run["results"]:
         assert row["payload_bytes"] == PAYLOAD_BYTES[row["payload"]]
         assert row["bad"] == 0 and row["verified"] > 0, row
@@ -53,8 +53,10 @@ def test_both_modes_on_host_memory_write_well_formed_outputs(tmp_path: Path) -> 
             assert {"arrival", "read", "view", "wait", "work", "release", "send"} <= set(row["stats_us"])
         if row["verified"] >= 2:  # CPU per frame needs two measured frames at each end
             assert row["cpu_ms_per_frame"]["producer"] > 0 and row["cpu_ms_per_frame"]["consumer"] > 0, row
-        if row["mode"] == "throughput":
+        if row["mode"] == "throughput" and row["transport"] != "fallback":
             assert row["verified"] == 6 and row["fps"] > 0  # acknowledged flow control: nothing may be lost
+        elif row["mode"] == "throughput":  # the twin drops a frame offered while it converts one: counted, not waited
+            assert row["fps"] > 0
         else:
             assert row["rate_hz"] == 20
 
@@ -64,7 +66,7 @@ def test_both_modes_on_host_memory_write_well_formed_outputs(tmp_path: Path) -> 
     for heading in ("### Latency at 20 Hz", "### Where the time goes at 20 Hz", "### Throughput"):
         assert heading in table and heading in out.stdout
     for payload in PAYLOAD_BYTES:
-        assert table.count(f"| {payload} |") == 3 * 3  # latency, split and throughput rows
+        assert table.count(f"| {payload} |") == 4 * 3  # latency, split and throughput rows of four transports
     if importlib.util.find_spec("matplotlib") is None:
         assert "matplotlib is not installed: no plots" in out.stdout
     else:
@@ -85,7 +87,7 @@ def test_cuda_rows_verify_every_frame_on_a_gpu(tmp_path: Path) -> None:
     assert run["settings"]["memory_used"] == "cuda" and run["settings"]["gpu_library_used"] == _gpu_library()
     assert run["machine"]["gpu"]
     transports = {row["transport"] for row in run["results"]}
-    assert transports == {"cuda", "host", "sensor_msgs", "floor"}
+    assert transports == {"cuda", "host", "sensor_msgs", "fallback", "floor"}
     for row in run["results"]:
         assert row["bad"] == 0, row
         if row["transport"] == "cuda":

@@ -9,6 +9,9 @@ payload and rate back to back:
   host         ros2_cuda_ipc, frames in host memory (memfd)
   sensor_msgs  the same frame as sensor_msgs/Image over DDS; on a GPU the producer downloads it
                and the consumer uploads it, as a GPU pipeline must; without a GPU, host to host
+  fallback     ros2_cuda_ipc's CPU twin: the frame is published into a pool, and the consumer reads the
+               sensor_msgs/Image the publisher's twin makes of it, as rviz2 or a subscriber on
+               another host would (a frame offered while the twin still converts one is dropped)
   floor        the same GpuImage message with no frame behind it: what DDS alone costs
 Every consumer does the same work where the data lives: it sums the frame's 64-bit words (every byte
 touched; the sum also proves the frame is this frame), with torch or cupy on its own stream on a GPU,

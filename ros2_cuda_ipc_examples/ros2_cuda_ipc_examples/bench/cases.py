@@ -8,13 +8,17 @@ from typing import Any
 
 from .payloads import Payload
 
-TRANSPORTS = ("cuda", "host", "sensor_msgs", "floor")
+TRANSPORTS = ("cuda", "host", "sensor_msgs", "fallback", "floor")
 TRANSPORT_LABELS = {
     "cuda": "ros2_cuda_ipc cuda",
     "host": "ros2_cuda_ipc host",
     "sensor_msgs": "sensor_msgs over DDS",
+    "fallback": "ros2_cuda_ipc CPU twin (fallback)",
     "floor": "descriptor only (floor)",
 }
+#: Transports whose frames the producer writes into a pool block: "fallback" does too, in a pool of its own
+#: whose CPU twin the consumer reads, as a subscriber that cannot map the pool (or rviz) would.
+POOL_TRANSPORTS = ("cuda", "host", "fallback")
 MODES = ("latency", "throughput")
 
 
@@ -58,9 +62,13 @@ class Plan:
         return list(dict.fromkeys(case.payload for case in self.cases))
 
     def pools(self) -> list[tuple[str, Payload]]:
-        """(memory, payload) of every ros2_cuda_ipc publisher the producer keeps for the whole run."""
-        pairs = {(case.transport, case.payload) for case in self.cases if case.transport in ("cuda", "host")}
+        """(transport, payload) of every ros2_cuda_ipc publisher the producer keeps for the whole run."""
+        pairs = {(case.transport, case.payload) for case in self.cases if case.transport in POOL_TRANSPORTS}
         return sorted(pairs, key=lambda pair: (pair[0], pair[1].byte_size))
+
+    def pool_memory(self, transport: str) -> str:
+        """Where a pool transport's blocks live: its own name, or (the fallback) where the run's frames do."""
+        return self.memory if transport == "fallback" else transport
 
     def publisher_counts(self) -> dict[str, int]:
         """Publishers per data topic that the consumer must discover before the run starts."""
@@ -69,7 +77,8 @@ class Plan:
         def kinds(transport: str) -> set[str]:
             return {case.payload.kind for case in self.cases if case.transport == transport}
 
-        topics = [KINDS[payload.kind].gpu_topic for _, payload in self.pools()]
+        topics = [KINDS[payload.kind].gpu_topic for transport, payload in self.pools() if transport != "fallback"]
+        topics += [KINDS[kind].twin_topic for kind in kinds("fallback")]
         topics += [KINDS[kind].gpu_topic for kind in kinds("floor")]
         topics += [KINDS[kind].sensor_topic for kind in kinds("sensor_msgs")]
         return dict(collections.Counter(topics))

@@ -89,6 +89,7 @@ class Consumer:
             node.create_subscription(kind.gpu_message, kind.gpu_topic,
                                      functools.partial(self.on_gpu_frame, kind, reader), data_qos())
             node.create_subscription(kind.sensor_message, kind.sensor_topic, self.on_sensor_frame, data_qos())
+            node.create_subscription(kind.sensor_message, kind.twin_topic, self.on_sensor_frame, data_qos())
         node.create_subscription(String, COMMAND_TOPIC, self.on_command, control_qos())
 
     # --- frames -------------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ class ImageKind:
     name = "image"
     gpu_topic = "ros2_cuda_ipc_benchmark/gpu_image"
     sensor_topic = "ros2_cuda_ipc_benchmark/image"
+    fallback_topic = "ros2_cuda_ipc_benchmark/twinned_image"  # the fallback transport's pool; read on its twin
+    twin_topic = f"{fallback_topic}/cpu"
 
     @property
     def gpu_message(self) -> Any:
@@ -34,10 +36,11 @@ class ImageKind:
 
         return Image
 
-    def publisher(self, node: Any, payload: Payload, memory: str, blocks: int, reuse_delay: float, qos: Any) -> Any:
+    def publisher(self, node: Any, topic: str, payload: Payload, memory: str, blocks: int, reuse_delay: float,
+                  qos: Any) -> Any:
         from ros2_cuda_ipc_image import ImagePublisher
 
-        return ImagePublisher(node, self.gpu_topic, width=payload.width, height=payload.height, encoding="rgba8",
+        return ImagePublisher(node, topic, width=payload.width, height=payload.height, encoding="rgba8",
                               memory=memory, block_count=blocks, reuse_delay=reuse_delay, qos=qos)  # type: ignore[arg-type]
 
     def reader(self) -> Any:
@@ -69,6 +72,8 @@ class CloudKind:
     name = "cloud"
     gpu_topic = "ros2_cuda_ipc_benchmark/gpu_cloud"
     sensor_topic = "ros2_cuda_ipc_benchmark/cloud"
+    fallback_topic = "ros2_cuda_ipc_benchmark/twinned_cloud"
+    twin_topic = f"{fallback_topic}/cpu"
     fields = "ouster"
 
     @property
@@ -88,10 +93,11 @@ class CloudKind:
 
         return CloudLayout.create(self.fields, payload.width, payload.height)
 
-    def publisher(self, node: Any, payload: Payload, memory: str, blocks: int, reuse_delay: float, qos: Any) -> Any:
+    def publisher(self, node: Any, topic: str, payload: Payload, memory: str, blocks: int, reuse_delay: float,
+                  qos: Any) -> Any:
         from ros2_cuda_ipc_pointcloud import PointCloudPublisher
 
-        return PointCloudPublisher(node, self.gpu_topic, fields=self.fields, width=payload.width, height=payload.height,
+        return PointCloudPublisher(node, topic, fields=self.fields, width=payload.width, height=payload.height,
                                    memory=memory, block_count=blocks, reuse_delay=reuse_delay,  # type: ignore[arg-type]
                                    qos=qos)
 

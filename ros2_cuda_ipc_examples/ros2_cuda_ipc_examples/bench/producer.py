@@ -61,9 +61,7 @@ class Producer:
         self.check_consumer = check_consumer
         self.host = HostArrays()
         self.gpu = gpu_arrays(plan.gpu_library) if plan.gpu_library else None
-        self.typed = {(memory, payload): KINDS[payload.kind].publisher(node, payload, memory, plan.blocks, plan.reuse_delay,
-                                                                       data_qos())
-                      for memory, payload in plan.pools()}
+        self.typed = {(transport, payload): self._pool_publisher(transport, payload) for transport, payload in plan.pools()}
         self.floor = {kind: node.create_publisher(KINDS[kind].gpu_message, KINDS[kind].gpu_topic, data_qos())
                       for kind in {case.payload.kind for case in plan.cases if case.transport == "floor"}}
         self.sensor = {kind: node.create_publisher(KINDS[kind].sensor_message, KINDS[kind].sensor_topic, data_qos())
@@ -76,6 +74,12 @@ class Producer:
         node.create_subscription(String, ACK_TOPIC, self._on_ack, control_qos())
         node.create_subscription(String, REPORT_TOPIC, self._on_report, control_qos())
         self._sensor_frames: dict[Payload, Any] = {}
+
+    def _pool_publisher(self, transport: str, payload: Payload) -> Any:
+        kind = KINDS[payload.kind]
+        topic = kind.fallback_topic if transport == "fallback" else kind.gpu_topic
+        return kind.publisher(self.node, topic, payload, self.plan.pool_memory(transport), self.plan.blocks,
+                              self.plan.reuse_delay, data_qos())
 
     # --- talking to the consumer ------------------------------------------------------------------
 
@@ -165,8 +169,8 @@ class Producer:
         return self.acked.get(case, -1) >= oldest_unacknowledged
 
     def _send(self, case: Case, seq: int, sent: SentFrames) -> None:
-        send = {"cuda": self._send_block, "host": self._send_block, "sensor_msgs": self._send_sensor,
-                "floor": self._send_floor}[case.transport]
+        send = {"cuda": self._send_block, "host": self._send_block, "fallback": self._send_block,
+                "sensor_msgs": self._send_sensor, "floor": self._send_floor}[case.transport]
         stamped = send(case, seq)
         if stamped is None:
             sent.no_block += 1
@@ -186,9 +190,10 @@ class Producer:
         return header, stamp
 
     def _send_block(self, case: Case, seq: int) -> int | None:
-        """ros2_cuda_ipc: fill a borrowed block in place, publish its descriptor."""
+        """ros2_cuda_ipc: fill a borrowed block in place, publish its descriptor (the fallback: its twin then
+        leases the block, downloads or copies it and publishes the sensor_msgs message from its worker)."""
         publisher = self.typed[(case.transport, case.payload)]
-        arrays = self.gpu if case.transport == "cuda" else self.host
+        arrays = self.gpu if self.plan.pool_memory(case.transport) == "cuda" else self.host
         assert arrays is not None
         frame = publisher.borrow(timeout=STALL_TIMEOUT_S)
         if frame is None:
