@@ -2,7 +2,6 @@
 or message is sized by one, and the bridge is still alive and converting good clouds afterwards."""
 
 import copy
-import os
 
 import numpy as np
 import pytest
@@ -13,13 +12,6 @@ from spinning import publishing, received
 
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 from ros2_cuda_ipc_pointcloud import PointCloudPublisher
-
-# Seen on the Jazzy wheels only (the last session's check before landing): the bridge executable these tests
-# start fails to load rclpy's C extension (libfastrtps.so.2.14 not found), while the same executable started
-# alone, or by test_node_signals, runs. Not found yet; on Kilted (CI's first pass, and the H200) they run.
-pytestmark = pytest.mark.skipif(os.environ.get("ROS_DISTRO") == "jazzy",
-                                reason="the bridge process cannot load rclpy's C extension here on Jazzy (open defect)")
-
 
 PACKAGE = "ros2_cuda_ipc_pointcloud"
 XYZ = [PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1) for i, n in enumerate("xyz")]

@@ -24,7 +24,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
-from ros2_cuda_ipc_core import CudaUnavailableError, Reader, Ros2CudaIpcError, cuda_device_count
+from ros2_cuda_ipc_core import CudaUnavailableError, Reader, Ros2CudaIpcError, StaleDescriptorError, cuda_device_count
 from ros2_cuda_ipc_image import ImageReader
 from ros2_cuda_ipc_msgs.msg import BufferCore, GpuImage, GpuPointCloud2
 from ros2_cuda_ipc_pointcloud import PointCloudReader
@@ -134,6 +134,8 @@ class Viewer(Node):
                     if msg.core.memory == BufferCore.MEMORY_CUDA else None
                 with reader.read(msg, cuda_stream) as view:
                     stream.show(view, cuda_stream)  # the lease goes back when this block ends
+            except StaleDescriptorError:  # the viewer fell behind: counted ("stale" in the overlay), nothing to say
+                return
             except (Ros2CudaIpcError, ValueError, KeyError, self._gl_error) as exc:  # the message's fault: refuse it
                 stream.refuse(f"{type(exc).__name__}: {exc}")
                 self.get_logger().warning(f"{stream.topic}: not shown: {exc}", throttle_duration_sec=5.0)

@@ -34,7 +34,7 @@ class TopicStream:
         self.value_range = value_range
         self.received = 0  #: frames whose bytes reached the layer
         self.drawn = 0  #: frames that were on screen (several received between two draws count once)
-        self.refused = 0  #: messages that could not be shown (stale, invalid, unsupported)
+        self.refused = 0  #: messages that could not be shown (invalid, unsupported; stale ones are the reader's count)
         self.last_problem = ""
         self._pending_stamps: list[int] = []
         self._arrivals: collections.deque[float] = collections.deque(maxlen=240)
