@@ -126,9 +126,10 @@ def other_host() -> Iterator[tuple[Place, Place]]:
         _run("ip", "addr", "add", f"{here_ip}/30", "dev", outer)
         _run("ip", "link", "set", outer, "up")
         inside = (admin_tool("ip") or "ip", "netns", "exec", netns)
-        _run(*inside, "ip", "addr", "add", f"{there_ip}/30", "dev", inner)
-        _run(*inside, "ip", "link", "set", inner, "up")
-        _run(*inside, "ip", "link", "set", "lo", "up")
+        ip = admin_tool("ip") or "ip"  # run inside the namespace by path too: `ip netns exec` searches PATH
+        _run(*inside, ip, "addr", "add", f"{there_ip}/30", "dev", inner)
+        _run(*inside, ip, "link", "set", inner, "up")
+        _run(*inside, ip, "link", "set", "lo", "up")
         peers = (here_ip, there_ip)
         here = Place((), dds_env(fastdds_profile(folder / "here.xml", here_ip, peers)))
         there = Place(inside, dds_env(fastdds_profile(folder / "there.xml", there_ip, peers)))

@@ -91,10 +91,9 @@ class BackgroundDownload:
             then = None
             try:
                 if warm_up is not None:
-                    warm_up()
-                    with self._wake:
-                        self._warming = False
-                then = work(view)
+                    self._warm_up(warm_up)
+                if not self._closed:  # closed during a warm-up: the node is going, publish nothing more
+                    then = work(view)
             except Exception as exc:  # a frame that cannot be converted is this frame's loss, not the node's
                 self._failed(exc)
             finally:
@@ -108,6 +107,16 @@ class BackgroundDownload:
                 self.counters.add("done")
             except Exception as exc:
                 self._failed(exc)
+
+    def _warm_up(self, warm_up: Callable[[], object]) -> None:
+        """A warm-up that fails is logged and the frame's work runs all the same (its encode then starts cold)."""
+        try:
+            warm_up()
+        except Exception as exc:
+            log.warning("%s: a warm-up failed, the work goes on without it: %s: %s", self.name, type(exc).__name__, exc)
+        finally:
+            with self._wake:
+                self._warming = False
 
     def _failed(self, exc: Exception) -> None:
         self.counters.add("failed")

@@ -149,6 +149,31 @@ def test_a_warm_up_runs_on_the_worker_before_the_work_and_frames_offered_meanwhi
         assert (stats["warmup_drops"], stats["busy_drops"]) == (2, 0)
         release.set()
         assert first.closed.wait(10)
-    assert order[0][0] == "warm_up" and order[0][1] is not threading.current_thread()
-    assert order[1] == ("work", False)  # the frame stayed leased through the warm-up: it is not lost
-    assert worker.stats()["done"] == 1
+    assert [step for step, _ in order] == ["warm_up", "work"] and order[0][1] is not threading.current_thread()
+    assert worker.stats()["done"] == 1  # the frame leased before the warm-up was worked on after it: not lost
+
+
+def test_a_warm_up_that_fails_is_logged_and_the_frame_is_worked_on_all_the_same(caplog):
+    view, worked = Closable(), []
+
+    def warm_up():
+        raise RuntimeError("no nvJPEG here")
+
+    with BackgroundDownload("test") as worker:
+        assert worker.submit(lambda stream: view, worked.append, warm_up=warm_up)
+        assert view.closed.wait(10)
+    assert worked == [view] and worker.stats()["done"] == 1 and worker.stats()["failed"] == 0
+    assert "a warm-up failed" in caplog.text and "no nvJPEG here" in caplog.text
+
+
+def test_work_after_a_warm_up_is_skipped_when_the_worker_closed_meanwhile():
+    release, worked, view = threading.Event(), [], Closable()
+    worker = BackgroundDownload("test")
+    assert worker.submit(lambda stream: view, worked.append, warm_up=lambda: release.wait(10))
+    closing = threading.Thread(target=worker.close)
+    closing.start()
+    while not worker._closed:  # close() has begun: it waits for the warm-up
+        threading.Event().wait(0.01)
+    release.set()
+    closing.join(10)
+    assert view.closed.is_set() and worked == []  # the lease went back, nothing was made for a going node

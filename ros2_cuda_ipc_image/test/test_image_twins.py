@@ -81,6 +81,9 @@ def test_raw_twin_is_the_frame_and_compressed_twin_decodes_with_pillow(node, mem
         stats = pub.fallback_stats()
         assert (stats["leased"], stats["downloads"], stats["encodes"]) == (1, 1, 1)
         assert stats["warm_ups"] == 1  # the JPEG encoder's, before the first frame's encode, on the worker
+        publish(pub, smooth_pattern(4), memory)
+        assert spin_until(executor, lambda: len(jpeg) > 1)
+        assert pub.fallback_stats()["warm_ups"] == 1  # once: the second frame is encoded warm
         if memory == "cuda" and importlib.util.find_spec("torchvision") is not None:
             assert jpeg_backend("cuda") == "torchvision"  # nvJPEG: the raw frame is not downloaded for the JPEG
         assert stats["published /twins_both/cpu"] == stats["published /twins_both/cpu/compressed"] == 1

@@ -40,7 +40,8 @@ class TwinSpec:
     """One CPU twin: its message type, topic, how a leased view becomes its message, and the work it counts.
 
     ``work`` names the counter one conversion bumps (``"downloads"`` or ``"encodes"``); ``warm_up``, if
-    any, runs once on the worker before the first conversion, with no frame leased.
+    any, runs on the worker before the first conversion (that frame stays leased meanwhile, so it is not
+    lost), and again before the next if it raised.
     """
 
     message_type: type
@@ -95,15 +96,20 @@ class CpuTwins:
         cold = [spec for spec, _pub in wanted if spec.warm_up is not None and spec.topic not in self._warm]
         try:
             leased = self._worker.submit(lambda stream: self._read(msg, stream), lambda view: self._convert(view, wanted),
-                                         warm_up=(lambda: _warm_up(cold)) if cold else None)
+                                         warm_up=(lambda: self._warm_up(cold)) if cold else None)
         except Ros2CudaIpcError:  # the block moved on already (reuse_delay 0): this frame's twins are lost
             self.counters.add("lease_failures")
             return
         if leased:
             self._last = now
             self.counters.add("leased")
-            if cold:
-                self._warm.update(spec.topic for spec in cold)
+
+    def _warm_up(self, specs: Sequence[TwinSpec]) -> None:
+        """On the worker: each spec's warm-up; one that succeeded is not run again (one that raised is retried)."""
+        for spec in specs:
+            if spec.warm_up is not None:
+                spec.warm_up()
+                self._warm.add(spec.topic)
                 self.counters.add("warm_ups")
 
     def _convert(self, view: Any, wanted: list[tuple[TwinSpec, Any]]) -> Callable[[], None]:
@@ -134,9 +140,3 @@ class CpuTwins:
         pairs, self._pairs = self._pairs, []
         for _spec, pub in pairs:
             self._node.destroy_publisher(pub)
-
-
-def _warm_up(specs: Sequence[TwinSpec]) -> None:
-    for spec in specs:
-        if spec.warm_up is not None:
-            spec.warm_up()

@@ -161,7 +161,7 @@ class PipelineSoak:
             if pid in self._gpu:
                 usage["gpu_mib"] = self._gpu[pid]
             life.last_fds = fd_kinds(pid)
-            if not life.samples:
+            if len(life.samples) < WINDOW:  # the window growth() takes its first median over
                 life.first_fds = life.last_fds
             life.samples.append(usage)
             self._check_stall(name, life, table, now)

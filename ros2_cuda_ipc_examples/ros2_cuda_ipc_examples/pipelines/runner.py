@@ -226,15 +226,20 @@ def _start(name: str, command: list[str], log_dir: Path, mode: str = "w") -> _Ch
 
 
 def _stop(children: list[_Child], timeout: float = STOP_TIMEOUT) -> dict[str, int]:
-    """SIGINT every child; one still running ``timeout`` s later is asked for its stacks, then SIGKILLed."""
+    """SIGINT the children one at a time, in pipeline order (the source first), each once the one before has
+    ended; one still running ``timeout`` s after its SIGINT is asked for its stacks, then SIGKILLed.
+
+    One at a time because of a deadlock in Fast DDS (docs/decisions.md, session 4): a process deleting its
+    participant can hang for good when another participant leaves at that moment, its removal arriving while
+    the deletion waits for the discovery listener.  Stopped together, every node sees the others leave while
+    it deletes its own; stopped in turn, each has seen the one before go before it starts deleting.
+    """
+    codes = {}
     for child in children:
         if child.process.poll() is None:
             child.process.send_signal(signal.SIGINT)
-    deadline = time.monotonic() + timeout
-    codes = {}
-    for child in children:
         try:
-            codes[child.name] = child.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            codes[child.name] = child.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             _ask_for_stacks(child)
             _append_native_stacks(child)
@@ -456,8 +461,9 @@ def _refuse_foreign_report(data: str, children: list[_Child], namespace: str) ->
         return  # not a report; the table ignores it too
     ours = {child.process.pid for child in children}
     if children and pid and pid not in ours:
-        raise PipelineConflict(f"a node of another process (pid {pid}) reports in {namespace}: another pipeline runs "
-                               f"there; stop it or pass another --namespace")
+        raise PipelineConflict(f"another pipeline runs in {namespace} (a node of another process, pid {pid}, reports "
+                               "there): its frames and reports would mix with this run's; stop it or pass another "
+                               "--namespace")
 
 
 def _fill_failed_summary(error: BaseException | None, pipeline: Pipeline, options: PipelineOptions, table: StatsTable,

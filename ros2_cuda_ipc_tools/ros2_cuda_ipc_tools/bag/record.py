@@ -8,6 +8,8 @@ receive time is each message's bag time.  Ctrl-C or SIGTERM closes the bag (meta
 from __future__ import annotations
 
 import argparse
+import logging
+import shutil
 import signal
 import sys
 from collections.abc import Sequence
@@ -21,6 +23,8 @@ from .recordings import JpegEncoder
 from .split_writer import STORAGES, SplitBagWriter
 
 __all__ = ["main", "parse_args"]
+
+log = logging.getLogger("bag_record")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -56,7 +60,12 @@ def jpeg_encoder(device: int) -> tuple[JpegEncoder, bool]:
     on_gpu = jpeg_backend("cuda") == "torchvision" and cuda_device_count() > device
     warm_up_jpeg("host")
     if on_gpu:
-        warm_up_jpeg("cuda", device)
+        try:
+            warm_up_jpeg("cuda", device)
+        except Exception as exc:  # torch without CUDA, a driver it cannot use: the host encoder does it all
+            log.warning("the GPU JPEG encoder did not start (%s: %s): CUDA frames are encoded on the host",
+                        type(exc).__name__, exc)
+            on_gpu = False
     return encode_jpeg, on_gpu
 
 
@@ -75,8 +84,12 @@ def record(args: argparse.Namespace) -> int:
 
     from .recorder import BagRecorder
 
-    encoder, on_gpu = jpeg_encoder(args.device) if args.compressed else (None, False)
-    sink = SplitBagWriter(args.output, args.storage, args.max_bag_size, args.max_duration)
+    sink = SplitBagWriter(args.output, args.storage, args.max_bag_size, args.max_duration)  # refuses a bad -o first
+    try:
+        encoder, on_gpu = jpeg_encoder(args.device) if args.compressed else (None, False)
+    except BaseException:  # nothing recorded: the folder just made goes again
+        shutil.rmtree(sink.path, ignore_errors=True)
+        raise
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)  # our handlers: the bag is closed before rclpy goes
     recorder: BagRecorder | None = None
     try:
