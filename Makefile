@@ -39,7 +39,7 @@ setup:
 	python3 tools/workspace.py setup $(SETUP_ARGS)
 
 demo: setup
-	$(IN_WORKSPACE) python -m ros2_cuda_ipc_examples.demo $(DEMO_ARGS)
+	$(IN_WORKSPACE) python -m ros2_cuda_ipc_examples.pipelines.demo $(DEMO_ARGS)
 
 lint:
 	$(IN_WORKSPACE) python -m ruff check .
