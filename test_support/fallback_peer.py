@@ -4,11 +4,16 @@
 ``match N`` (spin until N descriptor subscriptions matched), ``burst N TAG NAMES`` (publish N frames named
 TAG-i, i counted across bursts, each once the subscribers NAMES (comma separated) acknowledged the one
 before), ``await_twin NAMES`` (publish warm-up frames until the twin has a subscriber and NAMES acknowledge),
-``await_no_twin`` (until the twin has no subscriber), ``quit``.  Every answer carries the twins' counters.
+``await_no_twin`` (until the twin has no subscriber), ``await_ack NAMES`` (warm-up frames until NAMES
+acknowledge the latest: a subscriber that joined late is in step), ``flood N TAG`` (N frames as fast as blocks are free,
+no acknowledgements), ``forge_dead N`` (N descriptors naming this pool's id with the socket of a pid that is
+not running, from another DDS writer), ``stats`` (the pool's counters), ``quit``.  Every answer carries the
+twins' counters.
 
-``subscriber KIND TOPIC NAME FALLBACK COUNT`` checks every frame named main-i against its pattern, byte
-for byte, acknowledges each on TOPIC_acks, and ends after COUNT main frames (or, when it gets none, after
-COUNT descriptors were refused).  KIND is ``image`` (1280x720 bgr8, padded rows) or ``cloud`` (16 x 256
+``subscriber KIND TOPIC NAME FALLBACK COUNT [DELIVERY]`` checks every frame named main-i against its pattern,
+byte for byte, acknowledges each on TOPIC_acks, and ends after COUNT main frames (or, when it gets none, after
+COUNT descriptors were refused, or on a line ``stop`` on stdin); it reports the order of the main frames
+(``seqs``) and whether its callback ran on the executor's thread or another (``threads``).  KIND is ``image`` (1280x720 bgr8, padded rows) or ``cloud`` (16 x 256
 Ouster points, 48 bytes each, every byte of every field checked).
 """
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import sys
 import time
 
@@ -96,7 +102,7 @@ def publisher(kind: str, topic: str) -> None:
 
         for line in sys.stdin:
             command, *args = line.split()
-            names = [n for n in args[-1].split(",") if n != "-"] if command in ("burst", "await_twin") else []
+            names = [n for n in args[-1].split(",") if n != "-"] if command in ("burst", "await_twin", "await_ack") else []
             if command == "match":
                 spin_until(lambda wanted=int(args[0]): pub.subscription_count >= wanted, 60)
                 answer(matched=pub.subscription_count)
@@ -115,12 +121,75 @@ def publisher(kind: str, topic: str) -> None:
                     warmups += 1
                     spin_until(lambda: False, 0.2)
                 answer(warmups=warmups, acked=acked)
+            elif command == "await_ack":  # await_ack NAMES: warm-up frames until NAMES acknowledge the latest
+                warmups = 0
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline and not (sent[0] and all(acked.get(n, -2) >= sent[0] - 1
+                                                                           for n in names)):
+                    publish(kind, pub, sent[0], f"warmup-{sent[0]}")
+                    sent[0] += 1
+                    warmups += 1
+                    spin_until(lambda: all(acked.get(n, -2) >= sent[0] - 1 for n in names), 0.3)
+                answer(warmups=warmups, acked=acked)
             elif command == "await_no_twin":
                 spin_until(lambda: not pub.twins.subscription_counts()[twin], 60)
                 answer()
+            elif command == "flood":  # flood N TAG: as fast as blocks are free, nobody waited for
+                skipped = 0
+                for _ in range(int(args[0])):
+                    if flood_one(pub, f"{args[1]}-{sent[0]}"):
+                        sent[0] += 1
+                    else:
+                        skipped += 1
+                answer(skipped=skipped, pool=_plain(pub.pool.stats()))
+            elif command == "forge_dead":
+                answer(forged=forge_dead(node, pub, topic, int(args[0])))
+            elif command == "stats":
+                answer(pool=_plain(pub.pool.stats()))
             elif command == "quit":
                 answer()
                 return
+
+
+def flood_one(pub, name: str) -> bool:
+    """Publish one frame, its bytes not written (nobody checks a flood), if a block is free within 50 ms."""
+    frame = pub.borrow(timeout=0.05)
+    if frame is None:
+        return False
+    with frame:
+        frame.publish(header=Header(frame_id=name))
+    return True
+
+
+def forge_dead(node, pub, topic: str, count: int) -> int:
+    """``count`` descriptors that name this pool's id, from another DDS writer, with the socket name (and
+    publisher pid) of a process that is not running: an attacker's try to decide this pool's route."""
+    import subprocess
+
+    from ros2_cuda_ipc_msgs.msg import GpuImage
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    writer = node.create_publisher(GpuImage, topic, QOS)
+    spin = time.monotonic() + 10
+    while writer.get_subscription_count() == 0 and time.monotonic() < spin:
+        rclpy.spin_once(node, timeout_sec=0.05)
+    for seq in range(count):
+        msg = GpuImage()
+        pub.layout.fill_message(msg)
+        msg.header = Header(frame_id=f"forged-{seq}")
+        msg.core.socket_path = f"@ros2_cuda_ipc/{dead.pid}/{pub.pool.pool_id.hex()}"
+        msg.core.pool_id = pub.pool.pool_id_array
+        msg.core.publisher_pid = dead.pid
+        msg.core.block_id, msg.core.uid, msg.core.byte_size = 0, seq + 1, pub.pool.block_size
+        writer.publish(msg)
+        rclpy.spin_once(node, timeout_sec=0.05)
+    return count
+
+
+def _plain(stats: dict) -> dict:
+    """A pool's stats as JSON has them (``holders`` is keyed by ints)."""
+    return {key: value for key, value in stats.items() if key != "holders"}
 
 
 def _ack(msg: String) -> tuple[str, int]:
@@ -128,17 +197,22 @@ def _ack(msg: String) -> tuple[str, int]:
     return name, int(seq)
 
 
-def subscriber(kind: str, topic: str, name: str, fallback: str, count: str) -> dict:
+def subscriber(kind: str, topic: str, name: str, fallback: str, count: str, delivery: str = "executor") -> dict:
+    import threading
+
     want = int(count)
-    result: dict = {"verified": 0, "errors": [], "memory": set()}
+    result: dict = {"verified": 0, "errors": [], "memory": set(), "seqs": [], "threads": set()}
+    main_thread = threading.get_ident()
     with peer_node(f"fallback_{kind}_{name}") as node:
         acks = node.create_publisher(String, f"{topic}_acks", ack_qos())
 
         def check(view) -> None:
             frame = view.header.frame_id
             result["memory"].add(view.memory)
+            result["threads"].add("executor" if threading.get_ident() == main_thread else "other")
             seq = int(frame.rsplit("-", 1)[1])
             if frame.startswith("main-"):
+                result["seqs"].append(seq)
                 if kind == "image":  # one strided copy to the host, from host or CUDA memory
                     got = np.empty(view.shape, view.dtype)
                     view.copy_out(view.layout, got)
@@ -155,9 +229,16 @@ def subscriber(kind: str, topic: str, name: str, fallback: str, count: str) -> d
             from ros2_cuda_ipc_image import ImageSubscription as Subscription
         else:
             from ros2_cuda_ipc_pointcloud import PointCloudSubscription as Subscription
-        sub = Subscription(node, topic, check, QOS, fallback=fallback)
+        sub = Subscription(node, topic, check, QOS, fallback=fallback, delivery=delivery)
         deadline = time.monotonic() + 150
+        commands = [sys.stdin]
         while time.monotonic() < deadline:
+            if commands and select.select(commands, [], [], 0)[0]:
+                line = sys.stdin.readline()
+                if line.strip() == "stop":
+                    break
+                if not line:
+                    commands = []  # stdin closed: nothing more to wait for there
             stats = sub.stats()
             if result["verified"] + len(result["errors"]) >= want or stats["frames"]["refused"] >= want:
                 break
@@ -168,6 +249,7 @@ def subscriber(kind: str, topic: str, name: str, fallback: str, count: str) -> d
         result["stats"] = sub.stats()
         sub.close()
     result["memory"] = sorted(result["memory"])
+    result["threads"] = sorted(result["threads"])
     return result
 
 

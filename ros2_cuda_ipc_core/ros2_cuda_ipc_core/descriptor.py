@@ -22,6 +22,9 @@ _U32 = (1 << 32) - 1
 _U64 = (1 << 64) - 1
 _OCTET = np.dtype(np.uint8)
 
+#: (pool_id, socket_path, publisher_pid): one pool instance (see :attr:`Descriptor.instance`).
+InstanceKey = tuple[bytes, str, int]
+
 
 @functools.lru_cache(maxsize=256)  # a reader sees a handful of pools; validate each path once
 def socket_address(socket_path: str) -> str:
@@ -120,6 +123,12 @@ class Descriptor:
             byte_size = _uint(byte_size, "byte_size", _U64)
         return cls(socket_path, _octets(pool_id, "pool_id", 16), block_id, uid, publisher_pid, memory, device_id,
                    _octets(event_handle, "event_handle", 64), byte_size)
+
+    @property
+    def instance(self) -> InstanceKey:
+        """The pool instance this descriptor names: (pool_id, socket_path, publisher_pid).  A pool id is public;
+        only the three together name one pool of one process, and a reader serves a descriptor from that one only."""
+        return (self.pool_id, self.socket_path, self.publisher_pid)
 
     @property
     def pool_name(self) -> str:

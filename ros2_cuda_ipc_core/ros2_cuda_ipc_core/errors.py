@@ -11,6 +11,12 @@ class InvalidDescriptorError(Ros2CudaIpcError, ValueError):
     """A descriptor (or the pool it names) is malformed: fields out of range, unknown layout, beyond the pool."""
 
 
+class PoolIdentityError(InvalidDescriptorError):
+    """A descriptor's claims about its pool instance disagree with each other or with what answers at its socket
+    (publisher pid, socket name, the server's credentials, the pool's own header): refused, never served from
+    another instance's memory.  A pool id is public, so it alone authenticates nothing."""
+
+
 class StaleDescriptorError(Ros2CudaIpcError):
     """The block was reused or is being rewritten: the frame this descriptor named is gone. Drop it."""
 

@@ -13,9 +13,11 @@ import threading
 import time
 from collections import OrderedDict
 
-from .errors import InvalidDescriptorError, PoolUnavailableError, Ros2CudaIpcError
+from .errors import CudaUnavailableError, InvalidDescriptorError, PoolUnavailableError, Ros2CudaIpcError
 
 MAX_ENTRIES = 1024
+#: What a remembered failure is raised as again: its own kind, so callers tell place from a bad descriptor.
+_KINDS: tuple[type[Ros2CudaIpcError], ...] = (InvalidDescriptorError, CudaUnavailableError, PoolUnavailableError)
 
 
 class FailureCache:
@@ -39,7 +41,7 @@ class FailureCache:
             if now >= until:
                 del self._entries[socket_path]
                 return
-        kind = InvalidDescriptorError if isinstance(error, InvalidDescriptorError) else PoolUnavailableError
+        kind = next((k for k in _KINDS if isinstance(error, k)), PoolUnavailableError)
         raise kind(f"{pool_name} failed {self.retry_after - (until - now):.1f} s ago; not tried again for "
                    f"{until - now:.1f} s: {error}")
 

@@ -2,7 +2,11 @@
 
 Everything before the connection is free: a descriptor whose socket name is not a pool socket's, or
 disagrees with its own pool id or publisher pid, or whose publisher is not alive, costs no connection.
-The connection and the answer share one ``timeout``: no import blocks a callback longer than that.
+Then the instance is held to what the descriptor claims: the process serving the socket (``SO_PEERCRED``)
+must be the publisher its name states, and the header it sends must name that pool id and that publisher.
+So a same-user process that serves the victim's pool id from a socket of its own, however named, is
+never taken for the victim's pool.  The connection and the answer share one ``timeout``: no import blocks
+a callback longer than that.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import time
 from collections.abc import Iterable
 
 from .descriptor import Descriptor, socket_address
-from .errors import InvalidDescriptorError, PoolUnavailableError
+from .errors import InvalidDescriptorError, PoolIdentityError, PoolUnavailableError
 from .fd_server import peer_credentials
 from .layout import HEADER_SIZE, PoolHeader
 from .socket_names import process_alive, socket_owner
@@ -27,8 +31,8 @@ class OtherPoolError(InvalidDescriptorError):
 
 
 def check_socket_name(desc: Descriptor) -> int:
-    """Refuse, before any connection, a descriptor whose socket is not named as its own pool's; the publisher pid
-    the name states (the descriptor's ``publisher_pid`` only picks the same-process path)."""
+    """Refuse, before any connection, a descriptor whose socket is not named as its own pool's, or whose
+    ``publisher_pid`` is not the pid the name states; that pid."""
     owner = socket_owner(desc.socket_path)
     if owner is None:
         raise InvalidDescriptorError(f"{desc.pool_name}: the socket is not named as a ros2_cuda_ipc pool's "
@@ -37,6 +41,9 @@ def check_socket_name(desc: Descriptor) -> int:
     if not desc.pool_id.hex().startswith(pool_hex):
         raise InvalidDescriptorError(f"{desc.pool_name}: the socket name says pool {pool_hex}, the descriptor "
                                      f"{desc.pool_id.hex()}")
+    if desc.publisher_pid != pid:
+        raise PoolIdentityError(f"{desc.pool_name}: the descriptor says publisher pid {desc.publisher_pid}, its "
+                                f"socket's name pid {pid}: not that pool's descriptor")
     return pid
 
 
@@ -46,31 +53,52 @@ def check_publisher_alive(desc: Descriptor, pid: int) -> None:
         raise PoolUnavailableError(f"{desc.pool_name}: its publisher (pid {pid}) is not running")
 
 
-def fetch_pool_fds(desc: Descriptor, allowed_uids: Iterable[int], timeout: float) -> tuple[PoolHeader, list[int]]:
-    """Ask the pool named by ``desc`` for its header and fds: (header, [metadata_fd, memory_fd]), within ``timeout`` s."""
+def fetch_pool_fds(desc: Descriptor, allowed_uids: Iterable[int], timeout: float,
+                   server_pid: int | None) -> tuple[PoolHeader, list[int]]:
+    """Ask the pool named by ``desc`` for its header and fds: (header, [metadata_fd, memory_fd]), within ``timeout`` s.
+
+    ``server_pid``: the pid that must serve the socket (its name's), as this process's pid namespace numbers it;
+    None where the publisher lives in another pid namespace (its credentials then name another numbering).
+    """
+    sock, header, fds = open_pool_connection(desc, allowed_uids, timeout, server_pid)
+    sock.close()  # the end of the handout: the server counts it as closed
+    return header, fds
+
+
+def open_pool_connection(desc: Descriptor, allowed_uids: Iterable[int], timeout: float,
+                         server_pid: int | None) -> tuple[socket.socket, PoolHeader, list[int]]:
+    """Connect to the pool ``desc`` names, check who serves it, receive its handout: (socket, header, fds).
+
+    The socket stays open (blocking, with ``timeout``) for what follows the handout: closing it ends the handout,
+    a subscribe request makes it a direct channel (:mod:`.direct`).  Checks as :func:`fetch_pool_fds` says.
+    """
     address = socket_address(desc.socket_path)
     deadline = time.monotonic() + timeout
     try:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     except OSError as exc:
         raise _unavailable(desc, exc) from None
-    with sock:
+    fds: list[int] = []
+    try:
         try:
             sock.settimeout(timeout)
             sock.connect(address)
-            _pid, uid, _gid = peer_credentials(sock)
+            pid, uid, _gid = peer_credentials(sock)
             if uid not in {os.getuid(), *allowed_uids}:
                 raise PoolUnavailableError(
                     f"{desc.pool_name} is served by uid {uid}, neither this user nor allow-listed: not trusted")
+            if server_pid is not None and pid != server_pid:
+                raise PoolIdentityError(f"{desc.pool_name} is served by pid {pid}, not by pid {server_pid} its name "
+                                        "states: another process's socket, not that pool's")
             sock.settimeout(max(deadline - time.monotonic(), 0.001))
             data, fds, flags, _ = socket.recv_fds(sock, HEADER_SIZE + 1, POOL_FD_COUNT + 1, socket.MSG_CMSG_CLOEXEC)
+            sock.settimeout(timeout)
         except (FileNotFoundError, ConnectionRefusedError):
             raise PoolUnavailableError(f"{desc.pool_name}: nothing listens there (publisher gone?)") from None
         except TimeoutError:
             raise PoolUnavailableError(f"{desc.pool_name} did not answer within {timeout:g} s") from None
         except OSError as exc:
             raise _unavailable(desc, exc) from None
-    try:
         if not data and not fds:
             raise PoolUnavailableError(f"{desc.pool_name} closed the connection without handing out fds "
                                        "(refused: another user, or too many handouts open? see the publisher's log)")
@@ -83,12 +111,16 @@ def fetch_pool_fds(desc: Descriptor, allowed_uids: Iterable[int], timeout: float
         header = PoolHeader.unpack(data)
         if header.pool_id != desc.pool_id:
             raise OtherPoolError(f"{desc.pool_name} is now pool {header.pool_id.hex()[:8]}: "
-                                         "the descriptor's pool is gone")
+                                 "the descriptor's pool is gone")
+        if header.publisher_pid != desc.publisher_pid:
+            raise PoolIdentityError(f"{desc.pool_name}: its header names publisher pid {header.publisher_pid}, the "
+                                    f"descriptor and the socket's name pid {desc.publisher_pid}")
     except BaseException:
+        sock.close()
         for fd in fds:
             os.close(fd)
         raise
-    return header, fds
+    return sock, header, fds
 
 
 def _unavailable(desc: Descriptor, exc: OSError) -> PoolUnavailableError:

@@ -13,6 +13,10 @@ The protocol, one connection per handout (an extension adds steps after 4, never
    fd goes as it is.
 4. The peer reads it and closes.  The server keeps its end until that EOF, at most ``idle_timeout``
    seconds; a peer that lets it time out keeps its handout counted against it until it exits.
+5. Or, instead of closing, the peer sends a subscribe request naming a topic (:mod:`.direct.wire`): the
+   connection becomes a direct channel (:class:`.direct.channels.DirectChannels`), kept until either end
+   closes it, on which the publisher writes a record for every publication on that topic.  Anything else a
+   peer sends is ignored.
 
 All of it runs on one daemon thread per pool, on non-blocking sockets, so no peer can stall it.  When
 the process is out of file descriptors the listener pauses, backing off to 1 s, and says so once.
@@ -33,6 +37,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .descriptor import socket_address
+from .direct.channels import DirectChannels
+from .direct.wire import MAX_TOPIC_BYTES, SUBSCRIBE, parse_subscribe
 from .memfd import read_only_description
 from .socket_names import process_alive
 from .stats import Counters
@@ -110,11 +116,12 @@ class FdServer:
     """Serve ``hello`` and ``fds`` to every allowed peer that connects, until closed (see the module's protocol).
 
     ``fresh[i]``: hand out ``fds[i]`` as a new read-only open file description per peer (memfds), else as is.
+    ``channels``: where subscribe requests go (step 5); without it a request is ignored like any other bytes.
     """
 
     def __init__(self, socket_path: str, hello: bytes, fds: Sequence[int], allowed_uids: Iterable[int],
                  counters: Counters, *, fresh: Sequence[bool] | None = None, max_per_peer: int = 16,
-                 idle_timeout: float = 5.0) -> None:
+                 idle_timeout: float = 5.0, channels: DirectChannels | None = None) -> None:
         self.socket_path = socket_path
         self._hello, self._fds = hello, list(fds)
         self._fresh = list(fresh) if fresh is not None else [False] * len(self._fds)
@@ -123,6 +130,8 @@ class FdServer:
         self.max_per_peer = max_per_peer
         self.idle_timeout = idle_timeout
         self._handouts: dict[int, _Handout] = {}  # by connection fd
+        self._channels = channels
+        self._channel_conns: dict[int, socket.socket] = {}  # direct channels, by connection fd: watched for their end
         self._outstanding: dict[int, int] = {}  # handouts per peer pid not yet closed by the peer
         self._pause = 0.0  # seconds the listener waits after running out of fds; 0 while accepting
         self._resume_at = 0.0
@@ -159,6 +168,8 @@ class FdServer:
             for handout in list(self._handouts.values()):
                 handout.conn.close()
             self._handouts.clear()
+            for conn in list(self._channel_conns.values()):
+                self._close_channel(conn)
             self._selector.close()
 
     def _next_timeout(self) -> float | None:
@@ -244,17 +255,50 @@ class FdServer:
         """The peer sent bytes or closed.  ``conn`` may be gone already: an event of this batch can name a
         connection that :meth:`_reap_closed` closed earlier in it (its fd even reused since)."""
         fd = conn.fileno() if isinstance(conn, socket.socket) else -1
+        if self._channel_conns.get(fd) is conn:
+            self._channel_readable(fd, self._channel_conns[fd])
+            return
         handout = self._handouts.get(fd)
         if handout is None or handout.conn is not conn:
             return
         try:
-            data = handout.conn.recv(256)  # bytes from a peer are reserved for protocol extensions: ignored
+            data = handout.conn.recv(SUBSCRIBE.size + MAX_TOPIC_BYTES)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
             data = b""
         if not data:
             self._close_handout(fd, peer_closed=True)
+            return
+        topic = parse_subscribe(data) if self._channels is not None else None
+        if topic is None:
+            return  # bytes reserved for protocol extensions: ignored, the handout goes on as before
+        self._close_handout(fd, peer_closed=True, keep=True)  # the peer has its fds: no longer in flight
+        if self._channels is not None and self._channels.add(conn, handout.pid, topic):
+            self._channel_conns[fd] = conn
+            self._selector.register(conn, selectors.EVENT_READ)
+        else:
+            self._say(logging.WARNING, "direct_refused", f"refused pid {handout.pid} a direct channel: too many")
+            conn.close()
+
+    def _channel_readable(self, fd: int, conn: socket.socket) -> None:
+        """A direct channel's peer sent bytes (ignored) or closed, or the publisher shut it down: close it."""
+        try:
+            if conn.recv(4096):
+                return
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            pass
+        self._close_channel(conn)
+
+    def _close_channel(self, conn: socket.socket) -> None:
+        assert self._channels is not None
+        self._channels.remove(conn)
+        self._channel_conns.pop(conn.fileno(), None)
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(conn)
+        conn.close()
 
     def _reap_closed(self, pid: int) -> None:
         """Read, now, the EOFs of ``pid``'s handouts that the peer has closed."""
@@ -270,10 +314,12 @@ class FdServer:
                           "closed, and counted against it until it exits")
                 self._close_handout(fd, peer_closed=False)
 
-    def _close_handout(self, fd: int, peer_closed: bool) -> None:
+    def _close_handout(self, fd: int, peer_closed: bool, keep: bool = False) -> None:
+        """End the handout on connection ``fd``; ``keep``: its socket lives on (as a direct channel, or to be closed)."""
         handout = self._handouts.pop(fd)
         self._selector.unregister(handout.conn)
-        handout.conn.close()
+        if not keep:
+            handout.conn.close()
         if peer_closed:
             left = self._outstanding.get(handout.pid, 1) - 1
             if left > 0:
@@ -298,6 +344,8 @@ class FdServer:
         self._sock.close()
         for handout in self._handouts.values():
             handout.conn.close()
+        for conn in self._channel_conns.values():  # the parent's channels: its publisher writes them, not this child
+            conn.close()
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 os.close(fd)

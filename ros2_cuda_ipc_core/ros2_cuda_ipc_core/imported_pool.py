@@ -23,7 +23,7 @@ from .memfd import check_sealed, map_fd
 log = logging.getLogger("ros2_cuda_ipc")
 
 if TYPE_CHECKING:
-    from .descriptor import Descriptor
+    from .descriptor import Descriptor, InstanceKey
 
 
 def _close_import(memory: Any, metadata: Metadata, leases: LeaseFile) -> None:
@@ -42,7 +42,9 @@ class ImportedPool:
     def __init__(self, header: PoolHeader, metadata_fd: int, memory_fd: int, socket_path: str,
                  local_memory: Any = None) -> None:
         self.header = header
+        self.pool_id = header.pool_id
         self.socket_path = socket_path
+        self.publisher_pid = header.publisher_pid
         self.same_process = local_memory is not None
         self.name = f"pool {header.pool_id.hex()[:8]} at {socket_path!r}"
         check_sealed(metadata_fd, header.metadata_size, f"the metadata of {self.name}")
@@ -74,6 +76,11 @@ class ImportedPool:
         # collector, which may run inside a section holding this lock.
         self._lock = threading.RLock()
         close_in_forked_children(self)
+
+    @property
+    def instance(self) -> InstanceKey:
+        """(pool_id, socket_path, publisher_pid): the one pool instance this import is (see ``Descriptor.instance``)."""
+        return (self.pool_id, self.socket_path, self.publisher_pid)
 
     def check(self, desc: Descriptor) -> None:
         """Refuse a descriptor that does not fit this pool, before any lease is taken."""

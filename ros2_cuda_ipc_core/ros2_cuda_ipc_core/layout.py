@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from .errors import InvalidDescriptorError
 
 MAGIC = b"R2CIPC\x00\x01"
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2  # 2: the header names its publisher (pid), the identity a descriptor must match
 MEMORY_HOST = 0
 MEMORY_CUDA = 1
 MEMORY_NAMES = {MEMORY_HOST: "host", MEMORY_CUDA: "cuda"}
@@ -23,7 +23,8 @@ MEMORY_NAMES = {MEMORY_HOST: "host", MEMORY_CUDA: "cuda"}
 MAX_BLOCK_COUNT = 4096
 MAX_BLOCK_SIZE = 1 << 40
 
-_HEADER = struct.Struct("<8sI16sB3xIIQ")  # magic, version, pool_id, memory, device, block_count, block_size
+#: magic, version, pool_id, memory, device, block_count, block_size, publisher pid (as its own pid namespace numbers it)
+_HEADER = struct.Struct("<8sI16sB3xIIQI4x")
 _RECORD = struct.Struct("<QQQ")  # uid, published_ns (CLOCK_MONOTONIC), byte_size
 HEADER_SIZE = _HEADER.size
 
@@ -39,17 +40,18 @@ class PoolHeader:
     device: int
     block_count: int
     block_size: int
+    publisher_pid: int  #: the process that made the pool; what its socket's name and its descriptors must say
 
     def pack(self) -> bytes:
         return _HEADER.pack(MAGIC, LAYOUT_VERSION, self.pool_id, self.memory, self.device,
-                            self.block_count, self.block_size)
+                            self.block_count, self.block_size, self.publisher_pid)
 
     @classmethod
     def unpack(cls, data: bytes) -> PoolHeader:
         """Parse and sanity-check a header from a peer; raise InvalidDescriptorError if it is not ours."""
         if len(data) < _HEADER.size:
             raise InvalidDescriptorError(f"pool header is {len(data)} bytes, expected {_HEADER.size}")
-        magic, version, pool_id, memory, device, count, size = _HEADER.unpack_from(data)
+        magic, version, pool_id, memory, device, count, size, publisher_pid = _HEADER.unpack_from(data)
         if magic != MAGIC:
             raise InvalidDescriptorError(f"not a ros2_cuda_ipc pool (magic {magic!r})")
         if version != LAYOUT_VERSION:
@@ -59,7 +61,7 @@ class PoolHeader:
             raise InvalidDescriptorError(f"pool header names unknown memory kind {memory}")
         if not 0 < count <= MAX_BLOCK_COUNT or not 0 < size <= MAX_BLOCK_SIZE:
             raise InvalidDescriptorError(f"pool header has {count} blocks of {size} bytes: out of range")
-        return cls(pool_id, memory, device, count, size)
+        return cls(pool_id, memory, device, count, size, publisher_pid)
 
     @property
     def metadata_size(self) -> int:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 from . import cuda_driver
+from .direct.channels import CHANNEL_COUNTERS, DirectChannels
 from .errors import PoolUnavailableError, Ros2CudaIpcError
 from .fd_server import SERVER_COUNTERS, FdServer
 from .fork_safety import close_in_forked_children
@@ -93,7 +94,7 @@ class BlockManager:
         self.publisher_pid = os.getpid()  # per pool, not per message: getpid() is a syscall
         self.pool_id_array = np.frombuffer(self.pool_id, dtype=np.uint8)  # shared by every descriptor, never written
         self.reuse_delay = reuse_delay
-        self.counters = Counters("published", "cancelled", "acquire_misses", *SERVER_COUNTERS)
+        self.counters = Counters("published", "cancelled", "acquire_misses", *SERVER_COUNTERS, *CHANNEL_COUNTERS)
         self._closed = False
         self._lock = threading.Lock()  # acquire and publish may come from several executor threads
         self._borrowed: set[int] = set()
@@ -116,7 +117,7 @@ class BlockManager:
             undo.callback(self._memory.close)
             self.block_size = self._memory.size // block_count
             self.header = PoolHeader(self.pool_id, kind, device if kind == MEMORY_CUDA else 0,
-                                     block_count, self.block_size)
+                                     block_count, self.block_size, self.publisher_pid)
             self._metadata_fd = create_sealed(f"ros2_cuda_ipc-meta-{self.pool_id.hex()[:8]}", self.header.metadata_size)
             undo.callback(os.close, self._metadata_fd)
             self.metadata = Metadata(map_fd(self._metadata_fd, self.header.metadata_size, writable=True), self.header)
@@ -127,8 +128,11 @@ class BlockManager:
             if not self.leases.try_write(LIVENESS_LEASE):
                 raise Ros2CudaIpcError("could not take the pool's liveness lock")
             self._published_ns = [0] * block_count
+            #: Subscribers reading this pool's publications directly (DESIGN §14); the typed publisher writes them.
+            self.direct = DirectChannels(self.counters, self.pool_id.hex()[:8])
             self._server = FdServer(self.socket_path, self.header.pack(), [self._metadata_fd, self._memory.fd],
-                                    allowed_uids or (), self.counters, fresh=[True, kind == MEMORY_HOST])
+                                    allowed_uids or (), self.counters, fresh=[True, kind == MEMORY_HOST],
+                                    channels=self.direct)
             undo.pop_all()
         local_pools[self.pool_id] = self
         close_in_forked_children(self)
@@ -241,9 +245,11 @@ class BlockManager:
 
     def stats(self) -> dict[str, Any]:
         """Counters (published, cancelled, acquire_misses; the FD server's fd_handouts, refused_peers,
-        peer_limit_refusals, handout_failures, accept_pauses) and gauges: blocks_held_by_readers, blocks_borrowed,
-        and ``holders``, {block_id: [reader pids]} (see :meth:`holders`)."""
+        peer_limit_refusals, handout_failures, accept_pauses; the direct path's direct_subscribed, direct_sent,
+        direct_drops, direct_closed, direct_refused) and gauges: blocks_held_by_readers, blocks_borrowed,
+        direct_channels, and ``holders``, {block_id: [reader pids]} (see :meth:`holders`)."""
         stats: dict[str, Any] = dict(self.counters.snapshot())
+        stats["direct_channels"] = self.direct.count()
         holders = self.holders()
         stats["blocks_held_by_readers"] = len(holders)
         stats["blocks_borrowed"] = len(self._borrowed)

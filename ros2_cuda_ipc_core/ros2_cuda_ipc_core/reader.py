@@ -13,8 +13,14 @@ from typing import Any
 
 from .cross_device import CrossDevice, PeerMapping, check_cross_device, choose_path, copy_to_device
 from .cuda_driver import require_cuda
-from .descriptor import Descriptor
-from .errors import InvalidDescriptorError, PoolUnavailableError, StaleDescriptorError
+from .descriptor import Descriptor, InstanceKey
+from .errors import (
+    CudaUnavailableError,
+    InvalidDescriptorError,
+    PoolIdentityError,
+    PoolUnavailableError,
+    StaleDescriptorError,
+)
 from .failure_cache import FailureCache
 from .fd_client import OtherPoolError, check_publisher_alive, check_socket_name, fetch_pool_fds
 from .imported_pool import ImportedPool, close_fds
@@ -41,8 +47,14 @@ class Reader:
     An import (connect and handout) takes at most ``connect_timeout`` seconds; a pool or socket that failed
     to import is not tried again for ``retry_after`` seconds (its descriptors fail at once, counted in
     ``unavailable``), so forged descriptors cost a subscriber one bounded wait each, not one per message.
-    ``check_publisher_pid=False`` skips the check that a descriptor's publisher pid is running, for a publisher
-    in another pid namespace.
+    ``check_publisher_pid=False`` skips the checks that a descriptor's publisher pid is running and is the process
+    serving its socket, for a publisher in another pid namespace.
+
+    Imports are cached per pool *instance* (:attr:`Descriptor.instance`: pool id, socket, publisher pid), never by
+    pool id alone, which every descriptor on DDS makes public: a descriptor is served only from the instance it
+    names, and one whose claims about it disagree is refused (:class:`PoolIdentityError`, counted in
+    ``identity_mismatches``).  Two live instances claiming one pool id are each read as themselves (counted in
+    ``pool_id_conflicts``, said once): a same-user process can publish frames of its own, never under another's.
     """
 
     def __init__(self, allowed_uids: Iterable[int] | None = None, max_pools: int = 16,
@@ -57,13 +69,14 @@ class Reader:
         self.liveness_interval = liveness_interval
         self.check_publisher_pid = check_publisher_pid
         self._failed = FailureCache(retry_after)
-        self._pools: OrderedDict[bytes, ImportedPool] = OrderedDict()
+        self._pools: OrderedDict[InstanceKey, ImportedPool] = OrderedDict()
         self._imported: weakref.WeakSet[ImportedPool] = weakref.WeakSet()  # cached or kept by handles and views
         self._next_liveness_check = 0.0
         self._last_pool: ImportedPool | None = None  # most recently used: no reordering needed
         self._lock = threading.RLock()  # the cache, for multi-threaded executors; leases have their own lock
-        self.counters = Counters("reads", "stale_drops", "invalid_descriptors", "unavailable", "imports",
-                                 "same_process_reads", "evictions", "peer_reads", "copied_reads")
+        self.counters = Counters("reads", "stale_drops", "invalid_descriptors", "identity_mismatches", "unavailable",
+                                 "imports", "same_process_reads", "evictions", "peer_reads", "copied_reads",
+                                 "pool_id_conflicts")
 
     def read(self, core: Any, stream: StreamLike = None) -> ReadHandle:
         """Lease the block ``core`` describes and order ``stream`` after the producer's writes.
@@ -83,7 +96,7 @@ class Reader:
                 # Checked under the lease: a publisher alive now was alive when we took it, so it was not
                 # writing the block then (its write lock would have refused us) and cannot start now.
                 if not pool.same_process and not pool.publisher_alive():
-                    self._forget(desc.pool_id)
+                    self._forget(pool.instance)
                     raise PoolUnavailableError(f"the publisher of {pool.name} is gone; no new reads from it")
                 device = pool.memory.consumer_device(handle_stream) if desc.memory == MEMORY_CUDA else pool.header.device
                 ready = pool.memory.wait_ready(desc, handle_stream)
@@ -97,8 +110,8 @@ class Reader:
         except StaleDescriptorError:
             self.counters.add("stale_drops")
             raise
-        except InvalidDescriptorError:
-            self.counters.add("invalid_descriptors")
+        except InvalidDescriptorError as exc:
+            self.counters.add("identity_mismatches" if isinstance(exc, PoolIdentityError) else "invalid_descriptors")
             raise
         except PoolUnavailableError:
             self.counters.add("unavailable")
@@ -136,8 +149,9 @@ class Reader:
                      pool.name, pool.header.device, device, how, self.cross_device)
 
     def _pool_for(self, desc: Descriptor) -> ImportedPool:
-        pool = self._pools.get(desc.pool_id)  # the common case, without the lock: the pool read last time
-        if pool is not None and pool is self._last_pool and not pool.retired:
+        pool = self._last_pool  # the common case, without the lock: the instance read last time
+        if (pool is not None and pool.pool_id == desc.pool_id and pool.socket_path == desc.socket_path
+                and pool.publisher_pid == desc.publisher_pid and not pool.retired):
             return pool
         with self._lock:
             pool = self._pool_for_locked(desc)
@@ -145,21 +159,42 @@ class Reader:
             return pool
 
     def _pool_for_locked(self, desc: Descriptor) -> ImportedPool:
-        pool = self._pools.get(desc.pool_id)
+        key = desc.instance
+        pool = self._pools.get(key)
         if pool is not None:
             if not pool.retired:
-                self._pools.move_to_end(desc.pool_id)
+                self._pools.move_to_end(key)
                 return pool
-            self._forget(desc.pool_id)  # closed here (its same-process publisher closed): import afresh or fail
-        if desc.memory == MEMORY_CUDA:
-            require_cuda(desc.device_id)  # here, not per read: a cached CUDA pool proves CUDA works
-        local = local_pools.get(desc.pool_id) if desc.publisher_pid == os.getpid() else None
-        pool = local.same_process_import() if local is not None else self._import(desc)
+            self._forget(key)  # closed here (its same-process publisher closed): import afresh or fail
+        pool = self._same_process_import(desc) if desc.publisher_pid == os.getpid() else None
+        if pool is None:
+            pool = self._import(desc)
         self.counters.add("imports")
-        self._pools[desc.pool_id] = pool
+        self._say_conflicts(pool)
+        self._pools[key] = pool
         self._imported.add(pool)
         self._evict()
         return pool
+
+    @staticmethod
+    def _same_process_import(desc: Descriptor) -> ImportedPool | None:
+        """This process's own pool the descriptor names, imported as a reader; None if it names none of ours."""
+        local = local_pools.get(desc.pool_id)
+        if local is None:
+            return None
+        if local.socket_path != desc.socket_path:
+            raise PoolIdentityError(f"{desc.pool_name}: this process's pool {desc.pool_id.hex()[:8]} is served at "
+                                    f"{local.socket_path!r}, not at the descriptor's socket")
+        return local.same_process_import()
+
+    def _say_conflicts(self, pool: ImportedPool) -> None:
+        """Count (and say once) another live instance that claims the same pool id: each is read as itself."""
+        others = [other for other in self._pools.values() if other.pool_id == pool.pool_id and not other.retired]
+        if others:
+            self.counters.add("pool_id_conflicts")
+            log.warning("%s claims the pool id of %s too: each is read as its own pool, neither from the other's "
+                        "memory (a same-user process reusing a public pool id?)", pool.name,
+                        ", ".join(other.name for other in others))
 
     def _import(self, desc: Descriptor) -> ImportedPool:
         """Import another process's pool, unless it (or its socket) failed lately; remember a failure."""
@@ -168,8 +203,11 @@ class Reader:
         try:
             if self.check_publisher_pid:
                 check_publisher_alive(desc, publisher_pid)
-            header, fds = fetch_pool_fds(desc, self.allowed_uids, self.connect_timeout)
+            header, fds = fetch_pool_fds(desc, self.allowed_uids, self.connect_timeout,
+                                         publisher_pid if self.check_publisher_pid else None)
             try:
+                if header.memory == MEMORY_CUDA:  # what the pool says, not the descriptor: a forged 'cuda' decides nothing
+                    require_cuda(header.device)  # here, not per read: a cached CUDA pool proves CUDA works
                 return ImportedPool(header, fds[0], fds[1], desc.socket_path)
             except OSError as exc:
                 raise PoolUnavailableError(f"{desc.pool_name}: could not map or lock it: {exc}") from exc
@@ -177,27 +215,27 @@ class Reader:
                 close_fds(fds)
         except OtherPoolError:
             raise  # a live pool answered: nothing to hold against its socket
-        except (InvalidDescriptorError, PoolUnavailableError) as exc:
+        except (InvalidDescriptorError, PoolUnavailableError, CudaUnavailableError) as exc:
             self._failed.remember(desc.socket_path, exc)
             raise
 
     def _evict(self) -> None:
         """Keep at most ``max_pools``: drop dead publishers' pools first, then the least recently used idle ones."""
-        for pool_id, pool in list(self._pools.items()):
+        for key, pool in list(self._pools.items()):
             if len(self._pools) <= self.max_pools:
                 return
             if not pool.same_process and not pool.publisher_alive():
-                self._forget(pool_id)
-        for pool_id, pool in list(self._pools.items()):
+                self._forget(key)
+        for key, pool in list(self._pools.items()):
             if len(self._pools) <= self.max_pools:
                 return
             if pool.leases_held == 0:
-                self._forget(pool_id)
+                self._forget(key)
 
-    def _forget(self, pool_id: bytes) -> None:
+    def _forget(self, key: InstanceKey) -> None:
         """Drop a pool from the cache; it closes at once, or once the last handle and view on it are gone."""
         with self._lock:
-            pool = self._pools.pop(pool_id, None)
+            pool = self._pools.pop(key, None)
         if pool is not None:
             self.counters.add("evictions")
             pool.retire()
@@ -208,13 +246,13 @@ class Reader:
         with self._lock:
             if check_liveness:
                 self._next_liveness_check = time.monotonic() + self.liveness_interval
-            for pool_id, pool in list(self._pools.items()):
+            for key, pool in list(self._pools.items()):
                 if pool.retired or (check_liveness and not pool.same_process and not pool.publisher_alive()):
-                    self._forget(pool_id)
+                    self._forget(key)
 
     def stats(self) -> dict[str, int]:
-        """Counters (reads, stale_drops, invalid_descriptors, unavailable, imports, same_process_reads, evictions,
-        peer_reads, copied_reads)
+        """Counters (reads, stale_drops, invalid_descriptors, identity_mismatches, unavailable, imports,
+        same_process_reads, evictions, peer_reads, copied_reads, pool_id_conflicts)
         and gauges (pools_cached, pools_open, leases_held); dead publishers' pools are dropped first, when due."""
         self._drop_dead_pools(check_liveness=time.monotonic() >= self._next_liveness_check)
         stats = self.counters.snapshot()

@@ -11,6 +11,9 @@ for the test, who cannot read this workspace or the Python installation.
   exit-holding                 read the descriptor on stdin and exit with the handle and a view still open
   starved-publisher            make a pool, use up this process's fds, on a line from stdin free them, print stats
   read-with-free-fds N         read the descriptor on stdin with only N fds free; print the error
+  squat POOL_ID VICTIM_PID DIR serve pools under the victim's (public) pool id with "HACKED" in every block: one
+                               at its own abstract socket, one whose socket file, header and descriptors name the
+                               victim's pid; print their descriptors (one claiming the victim's pid), then wait
 """
 
 import ctypes
@@ -210,9 +213,34 @@ def read_with_free_fds(free: str) -> dict:
     return {"error": None}
 
 
+def squat(pool_id: str, victim_pid: str, socket_dir: str) -> dict:
+    from core_peer import core_to_json
+
+    from ros2_cuda_ipc_core import BlockManager
+
+    victim_id = bytes.fromhex(pool_id)
+    urandom, getpid = os.urandom, os.getpid
+    os.urandom = lambda n: victim_id if n == 16 else urandom(n)  # the pool id is public: any process can reuse it
+    try:
+        own = BlockManager(1 << 20, block_count=2, memory="host", reuse_delay=0)
+        os.getpid = lambda: int(victim_pid)  # its socket's name, header and descriptors all say the victim's pid
+        named_as_victim = BlockManager(1 << 20, block_count=2, memory="host", reuse_delay=0, socket_dir=socket_dir)
+    finally:
+        os.urandom, os.getpid = urandom, getpid
+    cores = {}
+    for name, pool in (("own", own), ("named_as_victim", named_as_victim)):
+        block = pool.acquire_for_publish()
+        block.view((1 << 20,), np.uint8)[:] = np.frombuffer(b"HACKED!!" * (1 << 17), np.uint8)
+        cores[name] = json.loads(core_to_json(block.prepare_publish()))
+    cores["claims_victim"] = {**cores["own"], "publisher_pid": int(victim_pid)}
+    say({name: json.dumps(core) for name, core in cores.items()})
+    time.sleep(600)
+    return {}
+
+
 if __name__ == "__main__":
     role, *args = sys.argv[1:]
     roles = {"attack": attack, "lock-and-exit": lock_and_exit, "connect": connect, "fork-reader": fork_reader,
              "fork-publisher": fork_publisher, "exit-holding": exit_holding, "starved-publisher": starved_publisher,
-             "read-with-free-fds": read_with_free_fds}
+             "read-with-free-fds": read_with_free_fds, "squat": squat}
     print(json.dumps(roles[role](*args)), flush=True)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from core_peer import core_from_json, core_to_json, resource_counts
 from peers import ask, spawn_peer
+from through_socket import through_socket
 
 from ros2_cuda_ipc_core import BlockManager, PoolUnavailableError, Reader, StaleDescriptorError
 from ros2_cuda_ipc_core.host_memory import ImportedHostMemory
@@ -137,8 +138,7 @@ def test_no_error_inside_read_leaves_a_lease(monkeypatch):
             reader.read(core)
         assert no_lease_anywhere()
 
-        remote = publish(pool, 4)
-        remote.publisher_pid = 0  # through the socket, as another process would
+        remote = through_socket(publish(pool, 4))  # through the socket, as another process would
         reader.read(remote).close()
         pool.close()  # the publisher is gone by the time the lease is taken
         with pytest.raises(PoolUnavailableError, match="gone"):

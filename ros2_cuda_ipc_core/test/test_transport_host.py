@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pytest
+from through_socket import through_socket
 
 from ros2_cuda_ipc_core import (
     BlockManager,
@@ -205,8 +206,7 @@ def test_closing_pool_keeps_readers_mappings(pool):
 
 def test_closed_pool_refuses_new_readers():
     pool = BlockManager(4096, block_count=1, memory="host")
-    core = publish(pool, 1)
-    core.publisher_pid = 0  # look like another process, so the socket path is used
+    core = through_socket(publish(pool, 1))  # as another process reads it: the socket path
     pool.close()
     with pytest.raises(PoolUnavailableError):
         Reader().read(core)
@@ -216,8 +216,7 @@ def test_remote_path_imports_once_and_sees_pool_close():
     pool = BlockManager(4096, block_count=2, memory="host", reuse_delay=0)
     reader = Reader()
     for value in range(4):
-        core = publish(pool, value)
-        core.publisher_pid = 0
+        core = through_socket(publish(pool, value))
         with reader.read(core) as handle:
             assert handle.view((4096,), np.uint8)[0] == value
     stats = reader.stats()
@@ -236,8 +235,7 @@ def test_file_socket_is_private_and_removed(short_tmp_path):
     pool = BlockManager(4096, block_count=1, memory="host", socket_dir=short_tmp_path)
     path = pool.socket_path
     assert path.startswith(str(short_tmp_path)) and os.stat(path).st_mode & 0o777 == 0o600
-    core = publish(pool, 9)
-    core.publisher_pid = 0
+    core = through_socket(publish(pool, 9))
     with Reader().read(core) as handle:
         assert handle.view((1,), np.uint8)[0] == 9
     pool.close()
@@ -248,8 +246,7 @@ def test_reader_cache_is_bounded():
     reader = Reader(max_pools=2)
     pools = [BlockManager(4096, block_count=1, memory="host") for _ in range(4)]
     for pool in pools:
-        core = publish(pool, 1)
-        core.publisher_pid = 0
+        core = through_socket(publish(pool, 1))
         reader.read(core).close()
     assert reader.stats()["pools_cached"] == 2
     assert reader.stats()["evictions"] == 2

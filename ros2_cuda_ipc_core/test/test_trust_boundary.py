@@ -24,8 +24,16 @@ from gpu_marks import MEMORIES, needs_gpu
 from isolation import system_user
 from peers import ask, spawn_peer
 from test_descriptors import copy_core
+from through_socket import through_socket
 
-from ros2_cuda_ipc_core import BlockManager, InvalidDescriptorError, PoolUnavailableError, Reader
+from ros2_cuda_ipc_core import (
+    BlockManager,
+    InvalidDescriptorError,
+    PoolIdentityError,
+    PoolUnavailableError,
+    Reader,
+    socket_names,
+)
 from ros2_cuda_ipc_core import pool as pool_module
 from ros2_cuda_ipc_core.descriptor import socket_address
 from ros2_cuda_ipc_core.layout import HEADER_SIZE
@@ -55,7 +63,7 @@ def publish(pool: BlockManager, value: int):
 
 def remote(core):
     """``core`` as another process sees it: read through the pool's socket, not the same-process path."""
-    return copy_core(core, publisher_pid=0)
+    return through_socket(core)
 
 
 @contextlib.contextmanager
@@ -428,7 +436,10 @@ class SilentPool:
 
 
 def forged(core, path: str, pool_id: bytes):
-    return copy_core(core, socket_path=path, pool_id=np.frombuffer(pool_id, np.uint8), publisher_pid=0)
+    """``core`` naming the socket ``path`` and ``pool_id``, its publisher pid the one the socket's name states."""
+    owner = socket_names.socket_owner(path)
+    return copy_core(core, socket_path=path, pool_id=np.frombuffer(pool_id, np.uint8),
+                     publisher_pid=owner[0] if owner else core.publisher_pid)
 
 
 @pytest.mark.parametrize("memory", MEMORIES)
@@ -469,7 +480,7 @@ def test_a_socket_not_named_as_its_pool_or_of_a_dead_publisher_is_never_connecte
             assert elsewhere.accepted == []
             # A forged descriptor naming the live pool's id with another socket does not shut the pool out:
             with pytest.raises(InvalidDescriptorError):
-                reader.read(copy_core(core, socket_path=elsewhere.path, publisher_pid=0))
+                reader.read(forged(core, elsewhere.path, bytes(core.pool_id)))
             with reader.read(remote(core)) as handle:
                 assert handle.view((1,), np.uint8)[0] == 1
         finally:
@@ -511,3 +522,38 @@ def test_a_duck_typed_core_with_a_huge_int_pool_id_is_refused_without_allocating
         assert tracemalloc.get_traced_memory()[1] < 1 << 20
     finally:
         tracemalloc.stop()
+
+
+# --- 9: a pool is an instance, not an id -----------------------------------------------------------------
+
+
+def test_a_process_serving_anothers_pool_id_never_has_its_bytes_read_for_that_pool(short_tmp_path):
+    """The second pass's hole: a squatter serving the victim's public pool id from its own socket, read first,
+    must never serve the victim's genuine descriptors; descriptors that claim the victim's pid for the squatter's
+    socket, or a socket named with the victim's pid but served by the squatter, are refused and counted."""
+    victim = spawn_peer(CORE_PEER, "publish-and-wait")
+    squatter = None
+    try:
+        genuine = [core_from_json(victim.stdout.readline()) for _ in range(2)]
+        squatter = spawn_peer(HOSTILE, "squat", bytes(genuine[0].pool_id).hex(), str(victim.pid), str(short_tmp_path))
+        forged = {name: core_from_json(text) for name, text in json.loads(squatter.stdout.readline()).items()}
+        reader = Reader()
+        with reader.read(forged["own"]) as handle:  # its own pool, its own bytes: it may publish frames of its own
+            assert bytes(handle.view((8,), np.uint8)) == b"HACKED!!"
+        for _ in range(3):
+            for core, value in zip(genuine, (11, 22), strict=True):
+                with reader.read(core) as handle:
+                    view = handle.view((1 << 20,), np.uint8)
+                    assert (view == value).all(), f"a genuine frame read {bytes(view[:8])!r}"
+            with pytest.raises(PoolIdentityError, match="socket's name pid"):
+                reader.read(forged["claims_victim"])
+            with pytest.raises(PoolIdentityError, match=f"served by pid {squatter.pid}, not by pid {victim.pid}"):
+                Reader().read(forged["named_as_victim"])  # a fresh reader each time: nothing remembered helps it
+        stats = reader.stats()
+        assert stats["identity_mismatches"] == 3 and stats["pool_id_conflicts"] == 1, stats
+        assert stats["imports"] == 2 and stats["reads"] == 7, stats  # two instances, each read as itself
+    finally:
+        for peer in (victim, squatter):
+            if peer is not None:
+                peer.kill()
+                peer.wait()

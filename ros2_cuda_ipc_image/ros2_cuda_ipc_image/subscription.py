@@ -7,7 +7,7 @@ from typing import Any
 
 from sensor_msgs.msg import Image
 
-from ros2_cuda_ipc_core import FallbackMode, MemoryKind, StreamLike, TwinUpload, TypedSubscription
+from ros2_cuda_ipc_core import DeliveryMode, FallbackMode, MemoryKind, StreamLike, TwinUpload, TypedSubscription
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
 from .bridge import publish_image_msg
@@ -45,10 +45,14 @@ class ImageSubscription(TypedSubscription[ImageView]):
     namespace or user; no CUDA here) through its ``sensor_msgs/Image`` twin, said once in the log, unless
     ``fallback="never"``.  ``memory`` is where fallback frames land ("auto", "host", "cuda"); ``stats()``
     counts frames by path and reason.  ``fallback_topic``: the twin's name if the publisher renamed it.
+    ``delivery="direct"``: the callback runs on the subscription's own thread as soon as a frame arrives on the
+    pool's connection, outside the executor (it must be thread-safe; see ``TypedSubscription``).
     """
 
     def __init__(self, node: Any, topic: str, callback: Callable[[ImageView], None], qos: Any = 10, *,
                  fallback: FallbackMode = "auto", memory: MemoryKind = "auto", stream: StreamLike = None,
-                 fallback_topic: str | None = None, reader: ImageReader | None = None) -> None:
+                 fallback_topic: str | None = None, reader: ImageReader | None = None,
+                 delivery: DeliveryMode = "executor") -> None:
         super().__init__(node, topic, GpuImage, reader or ImageReader(), ImageTwinUpload(), callback, qos,
-                         fallback=fallback, memory=memory, stream=stream, fallback_topic=fallback_topic)
+                         fallback=fallback, memory=memory, stream=stream, fallback_topic=fallback_topic,
+                         delivery=delivery)

@@ -8,7 +8,7 @@ from typing import Any
 
 from sensor_msgs.msg import PointCloud2
 
-from ros2_cuda_ipc_core import FallbackMode, MemoryKind, StreamLike, TwinUpload, TypedSubscription
+from ros2_cuda_ipc_core import DeliveryMode, FallbackMode, MemoryKind, StreamLike, TwinUpload, TypedSubscription
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 
 from .bridge import publish_pointcloud2_msg
@@ -57,6 +57,8 @@ class PointCloudSubscription(TypedSubscription[PointCloudView]):
 
     def __init__(self, node: Any, topic: str, callback: Callable[[PointCloudView], None], qos: Any = 10, *,
                  fallback: FallbackMode = "auto", memory: MemoryKind = "auto", stream: StreamLike = None,
-                 fallback_topic: str | None = None, reader: PointCloudReader | None = None) -> None:
+                 fallback_topic: str | None = None, reader: PointCloudReader | None = None,
+                 delivery: DeliveryMode = "executor") -> None:
         super().__init__(node, topic, GpuPointCloud2, reader or PointCloudReader(), CloudTwinUpload(), callback, qos,
-                         fallback=fallback, memory=memory, stream=stream, fallback_topic=fallback_topic)
+                         fallback=fallback, memory=memory, stream=stream, fallback_topic=fallback_topic,
+                         delivery=delivery)

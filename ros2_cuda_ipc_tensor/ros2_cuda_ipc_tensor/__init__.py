@@ -1,4 +1,5 @@
-"""Zero-copy N-d tensors over ros2_cuda_ipc: ``TensorPublisher``, ``TensorReader`` and the MultiArray bridge.
+"""Zero-copy N-d tensors over ros2_cuda_ipc: ``TensorPublisher``, ``TensorReader`` / ``TensorSubscription`` and
+the MultiArray bridge.
 
 ``GpuTensor`` carries DLPack's dtype triple, shape and strides in elements (``tensor_msgs/ExperimentalTensor``'s
 fields) and optional dimension names.  ``ros2_cuda_ipc_tensor.torch`` has upstream's torch_conversions names.
@@ -9,6 +10,7 @@ from .layout import MAX_RANK, TensorLayout
 from .multiarray import multiarray_type, publish_multiarray_msg, to_multiarray_msg
 from .publisher import TensorPublisher
 from .reader import TensorReader
+from .subscription import TensorSubscription
 from .tensor_array import TensorArray
 from .view import TensorView
 
@@ -19,6 +21,7 @@ __all__ = [
     "TensorLayout",
     "TensorPublisher",
     "TensorReader",
+    "TensorSubscription",
     "TensorView",
     "multiarray_type",
     "publish_multiarray_msg",

@@ -13,7 +13,7 @@ from .layout import BlockLayout, StridedLayout, TypedMessage
 from .publisher import TypedPublisher
 from .reader import TypedReader
 from .source import StridedSource, strided_source
-from .subscription import FallbackMode, Route, TypedSubscription
+from .subscription import DeliveryMode, FallbackMode, Route, TypedSubscription
 from .twins import CpuTwins, TwinSpec, twin_topic
 from .upload import TwinUpload
 from .view import TypedView
@@ -24,6 +24,7 @@ __all__ = [
     "ArrayView",
     "BlockLayout",
     "CpuTwins",
+    "DeliveryMode",
     "DownloadBridge",
     "FallbackMode",
     "Route",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import numpy as np
 
 from ..diagnostics import PoolDiagnostics
+from ..direct.sender import DirectSender
 from ..pool import DEFAULT_REUSE_DELAY, BlockManager, MemoryKind
 from ..publish_block import PublishBlock
 from ..streams import StreamLike
@@ -38,6 +39,9 @@ class TypedPublisher(Generic[L, M]):
     publisher: its messages are returned, never sent (the subscriptions' uploads of fallback frames).
     The pool is reported on ``/diagnostics`` once a second unless ``diagnostics=False`` (or the node's
     ``diagnostics`` parameter is false).
+
+    Subscribers that asked for ``delivery="direct"`` get each publication on their connection to the pool too,
+    before it goes to DDS (DESIGN §14); with none, that costs a publish one dictionary lookup.
     """
 
     def __init__(self, node: Any, topic: str, message_type: type[M], layout: L, *, block_size: int | None = None,
@@ -51,6 +55,7 @@ class TypedPublisher(Generic[L, M]):
         self.topic = topic
         self._node = node
         self._publisher = None if node is None else node.create_publisher(message_type, topic, qos)
+        self._direct = None if self._publisher is None else DirectSender(self.pool.direct, str(self._publisher.topic_name))
         self.twins: CpuTwins | None = None
         if self._publisher is not None and fallback:
             base = fallback_topic or twin_topic(str(self._publisher.topic_name))
@@ -107,6 +112,8 @@ class TypedPublisher(Generic[L, M]):
         layout.fill_message(msg)
         size = byte_size or min(block.capacity, max(layout.byte_extent, layout.padded_extent))
         block.prepare_publish(stream, size, into=msg.core)
+        if self._direct is not None:
+            self._direct.send(msg, layout)
         if self._publisher is not None:
             self._publisher.publish(msg)
         if not self._spare:

@@ -45,13 +45,18 @@ class TypedReader(Generic[L, M, V]):
         """Wrap a fresh lease (``handle``) and its checked ``layout`` in the package's view type."""
         raise NotImplementedError
 
-    def read(self, msg: M, stream: StreamLike = None) -> V:
-        """Validate the layout (before any lease), then lease the block and view it, ordered on ``stream``."""
-        try:
-            layout = self.layout_of(msg)
-        except InvalidDescriptorError:
-            self.reader.counters.add("invalid_descriptors")
-            raise
+    def read(self, msg: M, stream: StreamLike = None, *, layout: L | None = None) -> V:
+        """Validate the layout (before any lease), then lease the block and view it, ordered on ``stream``.
+
+        ``layout``: ``layout_of(msg)``, where the caller has it checked already (a direct subscription checks a
+        template's layout once per block size, not per frame).
+        """
+        if layout is None:
+            try:
+                layout = self.layout_of(msg)
+            except InvalidDescriptorError:
+                self.reader.counters.add("invalid_descriptors")
+                raise
         handle = self.reader.read(msg.core, stream)
         try:
             view = self.view_of(handle, layout, msg, stream_handle(stream))

@@ -1,26 +1,39 @@
 """``TypedSubscription``: every frame of a typed topic, zero-copy where the pool can be mapped, else through its twin.
 
-Per publisher (per pool), the first descriptor decides the path, in :meth:`TypedSubscription._route`:
-a pool this process can map is read zero-copy; one it cannot for reasons of place
-(:class:`PoolUnavailableError`: other host, other network namespace, refused uid;
-:class:`CudaUnavailableError`: no CUDA here) is read through its CPU twin (``fallback="auto"``, one log
-line naming the publisher and the reason) or refused (``fallback="never"``, one error line).
+Per publisher pool *instance* (pool id, socket, publisher pid: a pool id alone is public and names nothing),
+a descriptor that reached the pool decides the path, in :meth:`TypedSubscription._route`: a pool this
+process can map is read zero-copy; one it cannot for reasons of place (:class:`PoolUnavailableError`: other
+host, other network or pid namespace, refused uid; :class:`CudaUnavailableError`: no CUDA here) is read
+through its CPU twin (``fallback="auto"``, one log line naming the publisher and the reason) or refused
+(``fallback="never"``, one error line), and tried again every ``REDECIDE_AFTER`` seconds.  A descriptor that
+fails on its own claims (:class:`InvalidDescriptorError`, :class:`PoolIdentityError`) is dropped and
+counted and decides nothing; a forged descriptor can only ever decide the route of the instance it names.
 
-A twin message is matched to its descriptor by header (stamp and frame_id), and each frame is delivered
-once, keyed on its descriptor's (pool_id, block_id, uid), whichever path brought it: a twin seen for a
-frame already delivered, or a second descriptor of it, is not delivered again.  DDS carries every
-descriptor; a faster same-host path adds a route in ``_route`` and delivers through ``_deliver``.
+A twin message is matched to its descriptor by header (stamp and frame_id).  Each frame is delivered once
+and in order: per instance, a publication whose uid is not above the last one delivered (a second
+descriptor of it, its twin, or its copy over the other path) is dropped.
+
+``delivery="direct"`` (DESIGN §14) also takes each publication of a pool it reads zero-copy on a connection
+to that pool (:mod:`..direct`), and runs the callback on the subscription's own delivery thread, for frames
+from every path: whichever path brings a frame first delivers it, the other copy is dropped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Generic, Literal, TypeVar
 
+from ..descriptor import Descriptor, InstanceKey
+from ..direct.frames import DirectMessage, FrameHeader, FrameStamp
+from ..direct.receiver import DirectReceiver
+from ..direct.wire import Frame
 from ..errors import CudaUnavailableError, InvalidDescriptorError, PoolUnavailableError, Ros2CudaIpcError, StaleDescriptorError
 from ..pool import MemoryKind
 from ..streams import StreamLike
@@ -30,94 +43,135 @@ from .upload import TwinUpload
 
 V = TypeVar("V")
 FallbackMode = Literal["auto", "never"]
-FrameKey = tuple[bytes, int, int]  #: (pool_id, block_id, uid): one publication of one block
+DeliveryMode = Literal["executor", "direct"]
+FrameKey = tuple[InstanceKey, int, int]  #: (instance, block_id, uid): one publication of one block
 HeaderKey = tuple[int, int, str]  #: (stamp.sec, stamp.nanosec, frame_id): what a twin shares with its descriptor
 
 log = logging.getLogger("ros2_cuda_ipc")
 
-__all__ = ["FallbackMode", "Route", "TypedSubscription"]
+__all__ = ["DeliveryMode", "FallbackMode", "Route", "TypedSubscription"]
 
-#: Frames remembered for exactly-once delivery, and twins / descriptors waiting for their other half.
+#: Instances remembered (routes, last uids), and twins / descriptors waiting for their other half.
 _REMEMBERED = 256
 _WAITING = 8
+#: Seconds after which a publisher read through its twin (or refused) is tried zero-copy again.
+REDECIDE_AFTER = 5.0
 
 
 @dataclass(frozen=True)
 class Route:
-    """How one publisher's frames come: ``path`` is "zero_copy", "fallback" or "refused"; ``reason`` says why not zero-copy."""
+    """How one publisher's frames come: ``path`` is "zero_copy", "fallback" or "refused"; ``reason`` says why not
+    zero-copy; ``decided`` is when (``time.monotonic()``)."""
 
     path: str
     reason: str = ""
     publisher: str = ""
+    decided: float = 0.0
 
 
 _ZERO_COPY = Route("zero_copy")
 
 
+def _instance(core: Any) -> InstanceKey:
+    return bytes(core.pool_id), str(core.socket_path), int(core.publisher_pid)
+
+
 class TypedSubscription(Generic[V]):
     """Calls ``callback(view)`` once per frame of ``topic``, with the typed package's view whichever way it came.
 
-    ``reader`` reads descriptors, ``upload`` turns twin messages into local views; ``memory`` is where fallback
+    ``reader`` reads descriptors, ``upload`` turns twin messages into local views (None for a type without CPU
+    twins: a publisher that cannot be read zero-copy is then refused, saying so); ``memory`` is where fallback
     frames land ("auto": CUDA when the publisher's frames are CUDA and CUDA is usable here, else host; "host";
     "cuda").  ``stream`` orders zero-copy reads and CUDA uploads.  The twin topic is :func:`twin_topic` of the
     resolved topic unless ``fallback_topic`` names it (as the publisher's ``fallback_topic`` did).
+
+    ``delivery="executor"`` (the default) runs ``callback`` in the node's executor, like any subscription.
+    ``delivery="direct"`` runs it on this subscription's own thread, as soon as a publication arrives on the
+    pool's connection, outside the executor and its callback groups: ``callback`` must then be thread-safe
+    (see the core README, "Direct delivery").
     """
 
     def __init__(self, node: Any, topic: str, message_type: type, reader: TypedReader[Any, Any, V],
-                 upload: TwinUpload[Any], callback: Callable[[V], None], qos: Any = 10, *,
+                 upload: TwinUpload[Any] | None, callback: Callable[[V], None], qos: Any = 10, *,
                  fallback: FallbackMode = "auto", memory: MemoryKind = "auto", stream: StreamLike = None,
-                 fallback_topic: str | None = None) -> None:
+                 fallback_topic: str | None = None, delivery: DeliveryMode = "executor") -> None:
         if fallback not in ("auto", "never"):
             raise ValueError(f"fallback={fallback!r}: give 'auto' (read a twin when zero-copy cannot work) or 'never'")
         if memory not in ("auto", "host", "cuda"):
             raise ValueError(f"memory={memory!r}: give 'auto', 'host' or 'cuda'")
+        if delivery not in ("executor", "direct"):
+            raise ValueError(f"delivery={delivery!r}: give 'executor' (the callback runs in the node's executor) or "
+                             "'direct' (on the subscription's own thread, as soon as a frame arrives)")
         self.fallback = fallback
         self.memory = memory
         self.stream = stream
         self.reader = reader
+        self.delivery = delivery
         self._node = node
+        self._message_type = message_type
         self._upload = upload
         self._callback = callback
         self._qos = qos
         self._lock = threading.RLock()  # routes and the tables below, for multi-threaded executors
         self._upload_lock = threading.Lock()  # the local fallback publishers
-        self._routes: OrderedDict[bytes, Route] = OrderedDict()  # the last 256 pools seen
+        self._routes: OrderedDict[InstanceKey, Route] = OrderedDict()
+        self._last_uid: OrderedDict[InstanceKey, int] = OrderedDict()
         self._logged: set[tuple[str, str]] = set()
-        self._delivered: OrderedDict[FrameKey, None] = OrderedDict()
         self._waiting_twins: OrderedDict[HeaderKey, Any] = OrderedDict()
         self._waiting_frames: OrderedDict[HeaderKey, tuple[FrameKey, int]] = OrderedDict()
         self._frames: Counter[str] = Counter()
+        self._arrived: Counter[str] = Counter()
         self._by_reason: Counter[str] = Counter()
         self._dropped: Counter[str] = Counter()
+        self._direct_layouts: dict[tuple[InstanceKey, int, int], Any] = {}
         self._subscription = node.create_subscription(message_type, topic, self._on_descriptor, qos)
-        self.twin_topic = fallback_topic or twin_topic(str(self._subscription.topic_name))
+        self.topic = str(self._subscription.topic_name)
+        self.twin_topic = fallback_topic or twin_topic(self.topic)
         self._twin_subscription: Any = None
+        self._receiver: DirectReceiver | None = None
+        if delivery == "direct":
+            from rclpy.serialization import deserialize_message
+
+            self._receiver = DirectReceiver(f"ros2_cuda_ipc direct {self.topic}", self._on_direct_frame,
+                                            partial(deserialize_message, message_type=message_type),
+                                            reader.reader.allowed_uids, reader.reader.check_publisher_pid)
 
     # -- the one place that decides which way a publisher's frames come --------------------------------------
 
-    def _route(self, msg: Any) -> tuple[Route, V | None]:
-        """This publisher's route, decided by its first descriptor, and the zero-copy view when that read worked."""
-        pool_id = bytes(msg.core.pool_id)
-        route = self._routes.get(pool_id)
-        if route is not None and route.path != "zero_copy":
+    def _route(self, msg: Any, instance: InstanceKey, layout: Any) -> tuple[Route, V | None]:
+        """This publisher's route, decided by a descriptor that reached its pool, and the zero-copy view when that
+        read worked."""
+        route = self._routes.get(instance)
+        if route is not None and route.path != "zero_copy" and time.monotonic() - route.decided < REDECIDE_AFTER:
             return route, None
         try:
-            view = self.reader.read(msg, self.stream)
+            view = self.reader.read(msg, self.stream, layout=layout)
         except StaleDescriptorError:  # the pool was reached: its frames come zero-copy, this one moved on
-            if route is None:
-                _put_bounded(self._routes, pool_id, _ZERO_COPY)
+            if route is None or route.path != "zero_copy":
+                self._zero_copy(instance, msg)
             raise
         except (PoolUnavailableError, CudaUnavailableError) as exc:
-            if route is not None:  # mapped before: the publisher went away, which says nothing about place
+            if route is not None and route.path == "zero_copy":  # mapped before: the publisher went away
                 raise
-            publisher = f"pid {int(msg.core.publisher_pid)}, {msg.core.socket_path!r}"
-            route = Route("fallback" if self.fallback == "auto" else "refused", str(exc), publisher)
-            _put_bounded(self._routes, pool_id, route)
+            publisher = f"pid {instance[2]}, {instance[1]!r}"
+            reason = route.reason if route is not None else str(exc)  # a retry that failed again: the first reason
+            if self._upload is None and route is None:
+                reason += f" ({self._message_type.__name__} has no CPU twin to fall back to)"
+            path = "fallback" if self.fallback == "auto" and self._upload is not None else "refused"
+            route = Route(path, reason, publisher, time.monotonic())
+            _put_bounded(self._routes, instance, route)
             self._say_once(route)
             return route, None
-        if route is None:
-            _put_bounded(self._routes, pool_id, _ZERO_COPY)
+        if route is None or route.path != "zero_copy":
+            self._zero_copy(instance, msg)
         return _ZERO_COPY, view
+
+    def _zero_copy(self, instance: InstanceKey, msg: Any) -> None:
+        """Remember that ``instance`` is read zero-copy; with direct delivery, open its channel (once)."""
+        _put_bounded(self._routes, instance, _ZERO_COPY)
+        if self._receiver is not None and type(msg) is not DirectMessage:
+            with contextlib.suppress(InvalidDescriptorError):  # it was read a moment ago: a malformed one cannot be here
+                self._receiver.connect(Descriptor.from_message(msg.core), self.topic)
 
     def _say_once(self, route: Route) -> None:
         key = (route.publisher, route.reason)
@@ -134,22 +188,53 @@ class TypedSubscription(Generic[V]):
     # -- descriptors and twins ------------------------------------------------------------------------------
 
     def _on_descriptor(self, msg: Any) -> None:
-        key = (bytes(msg.core.pool_id), int(msg.core.block_id), int(msg.core.uid))
+        """A descriptor from DDS (the executor's thread): handled here, or on the delivery thread when direct."""
+        self._arrived["dds"] += 1
+        if self._receiver is None:
+            self._handle_descriptor(msg)
+        elif int(msg.core.uid) <= self._last_uid.get(_instance(msg.core), 0):
+            self._dropped["duplicate"] += 1  # the direct path delivered it already: no hand-over for nothing
+        else:
+            self._receiver.submit(partial(self._handle_descriptor, msg))
+
+    def _on_direct_frame(self, instance: InstanceKey, template: Any, frame: Frame) -> None:
+        """A publication from the pool's direct channel (the delivery thread): ``template``'s fields, ``frame``'s core."""
+        self._arrived["direct"] += 1
+        core = Descriptor(instance[1], instance[0], frame.block_id, frame.uid, instance[2], int(template.core.memory),
+                          int(template.core.device_id), frame.event_handle, frame.byte_size)
+        msg = DirectMessage(FrameHeader(FrameStamp(frame.sec, frame.nanosec), template.header.frame_id), core, template)
+        key = (instance, frame.template_id, frame.byte_size)
+        layout = self._direct_layouts.get(key)
+        if layout is None:  # once per template and block size: the layout's check is the same for every frame
+            try:
+                layout = self.reader.layout_of(msg)
+            except InvalidDescriptorError:
+                self._dropped["invalid"] += 1
+                return
+            if len(self._direct_layouts) >= _REMEMBERED:
+                self._direct_layouts.clear()
+            self._direct_layouts[key] = layout
+        self._handle_descriptor(msg, layout)
+
+    def _handle_descriptor(self, msg: Any, layout: Any = None) -> None:
+        core = msg.core
+        instance = _instance(core)
+        key = (instance, int(core.block_id), int(core.uid))
         with self._lock:
-            if key in self._delivered:
+            if key[2] <= self._last_uid.get(instance, 0):
                 self._dropped["duplicate"] += 1
                 return
             try:
-                route, view = self._route(msg)
+                route, view = self._route(msg, instance, layout)
             except StaleDescriptorError:
                 self._dropped["stale"] += 1
                 return
-            except InvalidDescriptorError:
+            except InvalidDescriptorError:  # the descriptor's own claims (PoolIdentityError too): decides nothing
                 self._dropped["invalid"] += 1
                 return
             except Ros2CudaIpcError as exc:
                 self._dropped["unreadable"] += 1
-                log.warning("%s: frame dropped: %s", self._subscription.topic_name, exc)
+                log.warning("%s: frame dropped: %s", self.topic, exc)
                 return
             twin = None
             if view is None and route.path == "refused":
@@ -161,15 +246,21 @@ class TypedSubscription(Generic[V]):
                 header = _header_key(msg.header)
                 twin = self._waiting_twins.pop(header, None)
                 if twin is None:
-                    _put_bounded(self._waiting_frames, header, (key, int(msg.core.memory)), self._dropped,
+                    _put_bounded(self._waiting_frames, header, (key, int(core.memory)), self._dropped,
                                  "twin_missing")
                     return
         if view is not None:
             self._deliver(key, view, route)
         else:
-            self._deliver_twin(key, int(msg.core.memory), twin, route)
+            self._deliver_twin(key, int(core.memory), twin, route)
 
     def _on_twin(self, twin: Any) -> None:
+        if self._receiver is None:
+            self._handle_twin(twin)
+        else:
+            self._receiver.submit(partial(self._handle_twin, twin))
+
+    def _handle_twin(self, twin: Any) -> None:
         header = _header_key(twin.header)
         with self._lock:
             waiting = self._waiting_frames.pop(header, None)
@@ -178,12 +269,14 @@ class TypedSubscription(Generic[V]):
                 return
             key, memory = waiting
             route = self._routes.get(key[0], Route("fallback"))
+        self._arrived["twin"] += 1
         self._deliver_twin(key, memory, twin, route)
 
     def _deliver_twin(self, key: FrameKey, descriptor_memory: int, twin: Any, route: Route) -> None:
         memory: MemoryKind = self.memory
         if memory == "auto":
             memory = "cuda" if descriptor_memory == 1 and _cuda_usable() else "host"
+        assert self._upload is not None  # a twin comes only where a fallback route subscribed to it
         try:
             with self._upload_lock:
                 local = self._upload.local_message(twin, memory)
@@ -200,11 +293,13 @@ class TypedSubscription(Generic[V]):
         self._deliver(key, view, route)
 
     def _deliver(self, key: FrameKey, view: V, route: Route) -> None:
-        """Hand ``view`` to the callback unless its frame was delivered already (the view is then closed)."""
+        """Hand ``view`` to the callback unless its frame (or a later one of its publisher) was delivered already:
+        the view is then closed."""
+        instance, _block, uid = key
         with self._lock:
-            duplicate = key in self._delivered
+            duplicate = uid <= self._last_uid.get(instance, 0)
             if not duplicate:
-                _put_bounded(self._delivered, key, None)
+                _put_bounded(self._last_uid, instance, uid)
                 self._frames[route.path] += 1
                 if route.reason:
                     self._by_reason[route.reason] += 1
@@ -216,32 +311,45 @@ class TypedSubscription(Generic[V]):
         self._callback(view)
 
     def _ensure_twin_subscription(self) -> None:
-        if self._twin_subscription is None:
+        if self._twin_subscription is None and self._upload is not None:
             self._twin_subscription = self._node.create_subscription(self._upload.message_type, self.twin_topic,
                                                                      self._on_twin, self._qos)
 
     # -- what it did ---------------------------------------------------------------------------------------
 
     def routes(self) -> dict[str, Route]:
-        """Each publisher's route so far, by pool id (hex)."""
+        """Each publisher's route so far, by pool id (hex) and, where two instances claim one id, its socket."""
         with self._lock:
-            return {pool_id.hex(): route for pool_id, route in self._routes.items()}
+            routes = list(self._routes.items())
+        ids = Counter(instance[0] for instance, _ in routes)
+        return {(instance[0].hex() if ids[instance[0]] == 1 else f"{instance[0].hex()} {instance[1]}"): route
+                for instance, route in routes}
 
     def stats(self) -> dict[str, Any]:
-        """Frames by path ("zero_copy", "fallback", "refused"), fallback and refused frames by reason, and drops
-        by cause ("stale", "invalid", "twin_missing", "twin_unmatched", "no_free_block", "duplicate", ...)."""
+        """Frames by path ("zero_copy", "fallback", "refused"), fallback and refused frames by reason, drops by
+        cause ("stale", "invalid", "twin_missing", "twin_unmatched", "no_free_block", "duplicate", ...), and what
+        arrived by way ("dds", "direct", "twin"; the direct delivery thread's counters under "direct"), and the
+        publishers (pool instances) seen by route ("routes")."""
         with self._lock:
-            return {"frames": {path: self._frames[path] for path in ("zero_copy", "fallback", "refused")},
-                    "by_reason": dict(self._by_reason), "dropped": dict(self._dropped),
-                    "twin_subscribed": self._twin_subscription is not None}
+            stats = {"frames": {path: self._frames[path] for path in ("zero_copy", "fallback", "refused")},
+                     "routes": dict(Counter(route.path for route in self._routes.values())),
+                     "by_reason": dict(self._by_reason), "dropped": dict(self._dropped),
+                     "arrived": dict(self._arrived), "twin_subscribed": self._twin_subscription is not None,
+                     "delivery": self.delivery}
+        if self._receiver is not None:
+            stats["direct"] = self._receiver.stats()
+        return stats
 
     def close(self) -> None:
-        """Withdraw both subscriptions and the local fallback blocks (views still held keep theirs)."""
+        """Stop delivering, withdraw both subscriptions and the local fallback blocks (views still held keep theirs)."""
+        if self._receiver is not None:
+            self._receiver.close()
         self._node.destroy_subscription(self._subscription)
         if self._twin_subscription is not None:
             self._node.destroy_subscription(self._twin_subscription)
             self._twin_subscription = None
-        self._upload.close()
+        if self._upload is not None:
+            self._upload.close()
 
     def __enter__(self) -> TypedSubscription[V]:
         return self

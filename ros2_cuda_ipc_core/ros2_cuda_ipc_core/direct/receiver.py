@@ -1,0 +1,218 @@
+"""``DirectReceiver``: a direct subscription's delivery thread.
+
+It holds one channel per pool instance the subscription reads zero-copy (opened on the pool's own socket,
+checked as an import is: the server's pid and uid, the header's pool id and publisher) and runs, in order
+and one at a time, everything the subscription hands it: the records its channels bring, and the work the
+executor's callbacks submit (descriptors that came over DDS, twins).  So a callback never runs on two
+threads at once, and frames reach it in the order this thread takes them.
+
+A channel that ends (its publisher closed or died, a record that is not one, a template that does not
+decode) is closed and not opened again for that instance: its frames keep coming over DDS.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import os
+import selectors
+import socket
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..descriptor import Descriptor, InstanceKey
+from ..errors import Ros2CudaIpcError
+from ..fd_client import open_pool_connection
+from ..imported_pool import close_fds
+from ..socket_names import socket_owner
+from ..stats import Counters
+from ..throttle import Throttle
+from .wire import Frame, RecordReader, Template, subscribe_request
+
+log = logging.getLogger("ros2_cuda_ipc")
+
+#: Channels one subscription keeps (one per publisher pool it reads zero-copy).
+MAX_CHANNELS = 64
+CONNECT_TIMEOUT = 0.5
+_RECV_BYTES = 1 << 16
+
+#: What the delivery thread calls for each frame: (instance, the template message, the frame record).
+FrameHandler = Callable[[InstanceKey, Any, Frame], None]
+
+
+@dataclass(eq=False)
+class _Channel:
+    sock: socket.socket
+    instance: InstanceKey
+    records: RecordReader = field(default_factory=RecordReader)
+    template_id: int = 0
+    template: Any = None
+
+
+class DirectReceiver:
+    """Runs ``on_frame`` for every direct record and every submitted callable on one thread, ``name``.
+
+    ``decode`` turns a template's CDR into the typed message (``deserialize_message`` of the subscription's
+    type); ``allowed_uids`` and ``check_pid`` are the subscription's reader's, so a channel is trusted
+    exactly as far as the import it follows.
+    """
+
+    def __init__(self, name: str, on_frame: FrameHandler, decode: Callable[[bytes], Any],
+                 allowed_uids: Iterable[int] = (), check_pid: bool = True) -> None:
+        self._on_frame = on_frame
+        self._decode = decode
+        self._allowed_uids = frozenset(allowed_uids)
+        self._check_pid = check_pid
+        self.counters = Counters("direct_frames", "direct_templates", "direct_channels_opened",
+                                 "direct_channels_ended", "direct_connect_failures", "callback_errors")
+        self._work: collections.deque[Callable[[], None]] = collections.deque()
+        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._wake_r, selectors.EVENT_READ)
+        self._channels: dict[InstanceKey, _Channel] = {}
+        self._tried: set[InstanceKey] = set()  # instances a channel was opened (or refused) for: never again
+        self._throttle = Throttle(10.0)
+        self._closing = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    # --- any thread ---------------------------------------------------------------------------------
+
+    def submit(self, work: Callable[[], None]) -> None:
+        """Run ``work()`` on the delivery thread, after what was submitted before it."""
+        self._work.append(work)
+        try:
+            os.write(self._wake_w, b"\0")
+        except BlockingIOError:
+            pass  # the pipe is full of wake-ups already: the thread is awake
+        except OSError:
+            pass  # closed: the receiver is closing and drops what is left
+
+    @property
+    def on_delivery_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def close(self) -> None:
+        """Stop the thread (after the callable or frame it is running) and close every channel."""
+        if self._closing:
+            return
+        self._closing = True
+        self.submit(lambda: None)
+        if not self.on_delivery_thread:
+            self._thread.join(timeout=10.0)
+
+    def stats(self) -> dict[str, int]:
+        stats = self.counters.snapshot()
+        stats["direct_channels"] = len(self._channels)
+        return stats
+
+    # --- the delivery thread ------------------------------------------------------------------------
+
+    def connect(self, desc: Descriptor, topic: str) -> None:
+        """Open a channel for ``desc``'s instance and ``topic`` unless one was opened for it already (this thread)."""
+        instance = desc.instance
+        if instance in self._tried or len(self._channels) >= MAX_CHANNELS:
+            return
+        self._tried.add(instance)
+        owner = socket_owner(desc.socket_path)
+        server_pid = owner[0] if owner is not None and self._check_pid else None
+        try:
+            sock, _header, fds = open_pool_connection(desc, self._allowed_uids, CONNECT_TIMEOUT, server_pid)
+        except Ros2CudaIpcError as exc:
+            self.counters.add("direct_connect_failures")
+            self._say("connect", f"{desc.pool_name}: no direct channel ({exc}); its frames come over DDS")
+            return
+        close_fds(fds)  # the import this channel follows holds the pool's own
+        try:
+            sock.sendall(subscribe_request(topic))
+            sock.setblocking(False)
+        except OSError as exc:
+            sock.close()
+            self.counters.add("direct_connect_failures")
+            self._say("connect", f"{desc.pool_name}: no direct channel ({exc}); its frames come over DDS")
+            return
+        channel = _Channel(sock, instance)
+        self._channels[instance] = channel
+        self._selector.register(sock, selectors.EVENT_READ, channel)
+        self.counters.add("direct_channels_opened")
+
+    def _run(self) -> None:
+        try:
+            while not self._closing:
+                for key, _ in self._selector.select():
+                    if key.fileobj == self._wake_r:
+                        self._drain_wake()
+                    else:
+                        self._readable(key.data)
+                self._run_work()
+        finally:
+            for channel in list(self._channels.values()):
+                self._end(channel, None)
+            self._selector.close()
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+
+    def _drain_wake(self) -> None:
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _run_work(self) -> None:
+        work = self._work
+        while work and not self._closing:
+            self._guarded(work.popleft())
+
+    def _readable(self, channel: _Channel) -> None:
+        try:
+            data = channel.sock.recv(_RECV_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._end(channel, f"{exc.strerror or exc}")
+            return
+        if not data:
+            self._end(channel, "the publisher closed it")
+            return
+        try:
+            records = channel.records.feed(data)
+            for record in records:
+                if isinstance(record, Template):
+                    channel.template, channel.template_id = self._decode(record.cdr), record.template_id
+                    self.counters.add("direct_templates")
+                elif record.template_id != channel.template_id or channel.template is None:
+                    raise Ros2CudaIpcError(f"a frame of template {record.template_id}, the channel has "
+                                           f"{channel.template_id}")
+                else:
+                    self.counters.add("direct_frames")
+                    self._guarded(self._on_frame, channel.instance, channel.template, record)
+        except Exception as exc:  # a record that is not one, a template that does not decode: the channel ends
+            self._end(channel, f"{type(exc).__name__}: {exc}")
+
+    def _guarded(self, work: Callable[..., None], *args: Any) -> None:
+        """Run ``work(*args)``; a callback's exception is logged (with its traceback, at most every 10 s), never fatal."""
+        try:
+            work(*args)
+        except Exception:
+            self.counters.add("callback_errors")
+            if self._throttle.ready("callback"):
+                log.exception("%s: a callback raised (%d so far); delivering on", self._thread.name,
+                              self.counters.snapshot()["callback_errors"])
+
+    def _end(self, channel: _Channel, why: str | None) -> None:
+        self._channels.pop(channel.instance, None)
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(channel.sock)
+        channel.sock.close()
+        if why is not None:
+            self.counters.add("direct_channels_ended")
+            self._say("end", f"the direct channel of pool {channel.instance[0].hex()[:8]} ended ({why}); "
+                             "its frames come over DDS")
+
+    def _say(self, key: str, what: str) -> None:
+        if self._throttle.ready(key):
+            log.info("%s: %s", self._thread.name, what)

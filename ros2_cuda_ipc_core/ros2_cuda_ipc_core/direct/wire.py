@@ -1,0 +1,132 @@
+"""The direct path's bytes: the subscribe request a reader sends after its handout, and the records a pool sends back.
+
+The pool's socket protocol (see :mod:`..fd_server`) hands out the pool's fds and then waits for the peer to
+close.  A direct subscriber instead sends one request, ``SUBSCRIBE``, naming the topic it reads, and keeps
+the connection: from then on the publisher writes a record there for every publication on that topic.
+
+Records are length-prefixed (``u32`` length of what follows, then a ``u8`` kind):
+
+- ``TEMPLATE``: ``u32`` template id, then the CDR of one whole typed message.  Everything a frame does not
+  carry (layout fields, ``frame_id``, the pool's own fields) comes from the latest template; it is sent
+  again only when those change, so no frame pays a ROS message conversion on either side.
+- ``FRAME``: ``u32`` template id, block, uid, byte size, the header stamp and the block's ready event:
+  what changes from one publication to the next, packed by ``struct``.
+
+Everything here is input from a peer: sizes are bounded before anything is allocated, and a record that is
+malformed ends the connection (the frames keep coming over DDS).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..errors import InvalidDescriptorError
+
+#: What a subscriber sends after its handout: magic, version, reserved byte, topic length; the topic (UTF-8) follows.
+SUBSCRIBE = struct.Struct("<4sBBH")
+SUBSCRIBE_MAGIC = b"R2CD"
+VERSION = 1
+MAX_TOPIC_BYTES = 1024
+
+#: Record prefix: bytes that follow (kind included), kind.
+PREFIX = struct.Struct("<IB")
+KIND_TEMPLATE, KIND_FRAME = 1, 2
+_TEMPLATE_ID = struct.Struct("<I")
+#: template id, block_id, uid, byte_size, stamp.sec, stamp.nanosec, event_handle
+_FRAME = struct.Struct("<IIQQiI64s")
+#: The largest template a subscriber accepts (a typed message's CDR without payload is a few hundred bytes;
+#: a point cloud with many fields or a tensor with many dimensions stays far below this).
+MAX_TEMPLATE_BYTES = 1 << 16
+MAX_RECORD_BYTES = PREFIX.size + _TEMPLATE_ID.size + MAX_TEMPLATE_BYTES
+
+
+def subscribe_request(topic: str) -> bytes:
+    """The request that turns a handout connection into a direct channel for ``topic``."""
+    name = topic.encode()
+    if not 0 < len(name) <= MAX_TOPIC_BYTES:
+        raise ValueError(f"topic {topic!r}: 1 to {MAX_TOPIC_BYTES} bytes of UTF-8")
+    return SUBSCRIBE.pack(SUBSCRIBE_MAGIC, VERSION, 0, len(name)) + name
+
+
+def parse_subscribe(data: bytes) -> str | None:
+    """The topic a subscribe request names; None if ``data`` is not one (the connection is then closed)."""
+    if len(data) < SUBSCRIBE.size:
+        return None
+    magic, version, _reserved, length = SUBSCRIBE.unpack_from(data)
+    if magic != SUBSCRIBE_MAGIC or version != VERSION or not 0 < length <= MAX_TOPIC_BYTES \
+            or len(data) != SUBSCRIBE.size + length:
+        return None
+    try:
+        return data[SUBSCRIBE.size:].decode()
+    except UnicodeDecodeError:
+        return None
+
+
+def template_record(template_id: int, cdr: bytes) -> bytes:
+    if len(cdr) > MAX_TEMPLATE_BYTES:
+        raise ValueError(f"a {len(cdr)}-byte message is too large for a direct template ({MAX_TEMPLATE_BYTES} at most)")
+    return PREFIX.pack(1 + _TEMPLATE_ID.size + len(cdr), KIND_TEMPLATE) + _TEMPLATE_ID.pack(template_id) + cdr
+
+
+def frame_record(template_id: int, block_id: int, uid: int, byte_size: int, sec: int, nanosec: int,
+                 event_handle: bytes) -> bytes:
+    return PREFIX.pack(1 + _FRAME.size, KIND_FRAME) + _FRAME.pack(template_id, block_id, uid, byte_size, sec, nanosec,
+                                                                   event_handle)
+
+
+@dataclass(frozen=True)
+class Template:
+    template_id: int
+    cdr: bytes
+
+
+class Frame(NamedTuple):
+    """One publication (a tuple: built for every frame, it must cost nothing to make)."""
+
+    template_id: int
+    block_id: int
+    uid: int
+    byte_size: int
+    sec: int
+    nanosec: int
+    event_handle: bytes
+
+
+class RecordReader:
+    """Splits a stream of records into :class:`Template` and :class:`Frame` values; raises InvalidDescriptorError
+    for anything else (a length out of bounds, an unknown kind, a short record)."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[Template | Frame]:
+        buffer = self._buffer
+        buffer += data
+        records: list[Template | Frame] = []
+        start = 0
+        while len(buffer) - start >= PREFIX.size:
+            length, kind = PREFIX.unpack_from(buffer, start)
+            if not 1 <= length <= MAX_RECORD_BYTES - 4:
+                raise InvalidDescriptorError(f"a direct record claims {length} bytes: out of bounds")
+            end = start + 4 + length
+            if end > len(buffer):
+                break
+            body = bytes(buffer[start + PREFIX.size:end])
+            records.append(_record(kind, body))
+            start = end
+        del buffer[:start]
+        return records
+
+
+def _record(kind: int, body: bytes) -> Template | Frame:
+    if kind == KIND_FRAME:
+        if len(body) != _FRAME.size:
+            raise InvalidDescriptorError(f"a direct frame record of {len(body)} bytes, expected {_FRAME.size}")
+        return Frame(*_FRAME.unpack(body))
+    if kind == KIND_TEMPLATE:
+        if len(body) < _TEMPLATE_ID.size:
+            raise InvalidDescriptorError("a direct template record without its id")
+        return Template(_TEMPLATE_ID.unpack_from(body)[0], body[_TEMPLATE_ID.size:])
+    raise InvalidDescriptorError(f"a direct record of unknown kind {kind}")
