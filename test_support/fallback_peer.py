@@ -13,8 +13,9 @@ twins' counters.
 ``subscriber KIND TOPIC NAME FALLBACK COUNT [DELIVERY]`` checks every frame named main-i against its pattern,
 byte for byte, acknowledges each on TOPIC_acks, and ends after COUNT main frames (or, when it gets none, after
 COUNT descriptors were refused, or on a line ``stop`` on stdin); it reports the order of the main frames
-(``seqs``) and whether its callback ran on the executor's thread or another (``threads``).  KIND is ``image`` (1280x720 bgr8, padded rows) or ``cloud`` (16 x 256
-Ouster points, 48 bytes each, every byte of every field checked).
+(``seqs``) and whether its callback ran on the executor's thread or another (``threads``).  KIND is ``image``
+(1280x720 bgr8, padded rows) or ``cloud`` (16 x 256 Ouster points, 48 bytes each, every byte of every field
+checked).
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def publisher(kind: str, topic: str) -> None:
                     publish(kind, pub, sent[0], f"warmup-{sent[0]}")
                     sent[0] += 1
                     warmups += 1
-                    spin_until(lambda: all(acked.get(n, -2) >= sent[0] - 1 for n in names), 0.3)
+                    spin_until(lambda pace=names: all(acked.get(n, -2) >= sent[0] - 1 for n in pace), 0.3)
                 answer(warmups=warmups, acked=acked)
             elif command == "await_no_twin":
                 spin_until(lambda: not pub.twins.subscription_counts()[twin], 60)

@@ -37,7 +37,7 @@ from .pool import DEFAULT_REUSE_DELAY, BlockManager, MemoryKind, check_reuse_del
 from .publish_block import PublishBlock
 from .read_handle import ReadHandle
 from .reader import Reader
-from .shutdown import run_nodes, run_tool, stop_reason
+from .shutdown import new_executor, run_nodes, run_tool, stop_reason
 from .streams import StreamLike
 from .transfer import copy_rows, copy_strided
 from .typed import (
@@ -127,6 +127,7 @@ __all__ = [
     "encode_jpeg",
     "jpeg_backend",
     "message_bytes",
+    "new_executor",
     "node_help",
     "parameter_table",
     "plain_text",

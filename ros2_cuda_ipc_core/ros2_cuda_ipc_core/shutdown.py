@@ -15,13 +15,15 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from rclpy.executors import Executor
     from rclpy.node import Node
 
-__all__ = ["run_nodes", "run_tool", "stop_reason", "stop_signals_interrupt"]
+__all__ = ["new_executor", "run_nodes", "run_tool", "stop_reason", "stop_signals_interrupt"]
+
+_E = TypeVar("_E", bound="Executor")
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -74,6 +76,20 @@ def _wait_for_context_shutdown(timeout: float = 0.5) -> None:
         time.sleep(0.01)
 
 
+def new_executor(kind: type[_E], **kwargs: Any) -> _E:
+    """``kind(**kwargs)``, safe against a Ctrl-C that lands inside its ``__init__``.
+
+    rclpy's ``Executor.__del__`` reads ``_sigint_gc``, which ``__init__`` sets near its end: a KeyboardInterrupt
+    raised before that (a stop signal right after start-up) leaves a half-made executor whose collection prints
+    ``AttributeError: ... no attribute '_sigint_gc'`` on stderr.  Set first, the attribute is there whenever
+    ``__del__`` runs; ``__init__`` assigns it for real.
+    """
+    executor = kind.__new__(kind)
+    object.__setattr__(executor, "_sigint_gc", None)  # not an attribute of every rclpy version's typing
+    executor.__init__(**kwargs)  # type: ignore[misc]
+    return executor
+
+
 def _freeze_start_up_objects() -> None:
     """Move what start-up made (modules, nodes, torch's and CUDA's objects) out of the collector's sight:
     a full collection then walks only what the frames make, so its pauses stay short in the steady state."""
@@ -87,7 +103,7 @@ def run_nodes(make_nodes: Callable[[], Sequence[Node]], *, args: list[str] | Non
 
     ``args`` are the command line (``--ros-args`` remappings and parameters apply to every node).
     ``executor`` may be a factory (an executor class, say): it is called after ``rclpy.init``,
-    as an executor needs an initialized context.
+    as an executor needs an initialized context (a class through :func:`new_executor`).
     """
     import rclpy
     from rclpy.executors import Executor, SingleThreadedExecutor
@@ -101,7 +117,12 @@ def run_nodes(make_nodes: Callable[[], Sequence[Node]], *, args: list[str] | Non
     nodes: list[Node] = []
     spinner: Executor | None = None
     try:
-        spinner = executor if isinstance(executor, Executor) else (executor or SingleThreadedExecutor)()
+        if isinstance(executor, Executor):
+            spinner = executor
+        elif executor is None or isinstance(executor, type):
+            spinner = new_executor(executor or SingleThreadedExecutor)
+        else:
+            spinner = executor()
         nodes = list(make_nodes())
         for node in nodes:
             spinner.add_node(node)

@@ -113,3 +113,31 @@ def test_run_tool_stops_on_a_signal_even_when_started_with_sigint_ignored(stop, 
     out, err = tool.communicate(timeout=30)  # before the fix: SIGINT was ignored and this ran its 60 s
     assert tool.returncode == 0, err
     assert out.strip() == f"stopped by {said}" and "Traceback" not in err
+
+
+@pytest.mark.parametrize("kind", ["SingleThreadedExecutor", "MultiThreadedExecutor"])
+def test_a_ctrl_c_inside_an_executors_construction_leaves_no_error_behind(kind, monkeypatch):
+    """rclpy's Executor.__del__ reads an attribute its __init__ sets late: a KeyboardInterrupt raised before that
+    (here by the guard condition __init__ makes just before it) must not print an AttributeError when the
+    half-made executor is collected."""
+    import gc
+
+    from rclpy import executors
+
+    from ros2_cuda_ipc_core import new_executor
+
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    rclpy.init()
+    try:
+        monkeypatch.setattr(executors, "SignalHandlerGuardCondition", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            new_executor(getattr(executors, kind))
+        gc.collect()
+    finally:
+        rclpy.try_shutdown()
+    assert [str(u.exc_value) for u in unraisable] == []

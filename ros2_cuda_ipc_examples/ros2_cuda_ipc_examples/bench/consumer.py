@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ros2_cuda_ipc_core import Ros2CudaIpcError, StaleDescriptorError, run_tool
+from ros2_cuda_ipc_core import Ros2CudaIpcError, StaleDescriptorError, new_executor, run_tool
 
 from .arrays import HostArrays, gpu_arrays
 from .cases import Case, Plan
@@ -216,7 +216,7 @@ def consume(plan: Plan) -> int:
     parent = os.getppid()
     rclpy.init()
     node = rclpy.create_node("ros2_cuda_ipc_benchmark_consumer")
-    executor = SingleThreadedExecutor()
+    executor = new_executor(SingleThreadedExecutor)
     executor.add_node(node)
     try:
         consumer = Consumer(node, plan)

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
-from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, check_reuse_delay, run_tool, tool_parser
+from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, check_reuse_delay, new_executor, run_tool, tool_parser
 from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL, ComponentSpec
 
 from ..nodes.arrays import MemoryChoiceError, choose_memory
@@ -358,7 +358,7 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
     codes: dict[str, int] = {}
     screen = _Screen(stream, title)
     _init_keeping_ctrl_c(rclpy)
-    spinner = SingleThreadedExecutor()
+    spinner = new_executor(SingleThreadedExecutor)
     try:  # from here on every exit stops what was started and shuts rclpy down: the next run in this process starts clean
         monitor = rclpy.create_node("pipeline_monitor", namespace=options.namespace)
         def on_stats(msg: String) -> None:

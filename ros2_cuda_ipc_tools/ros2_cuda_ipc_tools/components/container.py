@@ -32,7 +32,7 @@ from rclpy.executors import Executor, MultiThreadedExecutor, SingleThreadedExecu
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from ros2_cuda_ipc_core import run_nodes, tool_parser
+from ros2_cuda_ipc_core import new_executor, run_nodes, tool_parser
 
 from .parent_watch import follow_runner
 from .registry import COMPONENT_GROUP, UnknownComponentError, available_components, component_class
@@ -349,7 +349,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     def make_executor() -> Executor:  # after rclpy.init: an executor needs an initialized context
         single = RestartingExecutor if args.restart_components else SingleThreadedExecutor
-        executors.append(MultiThreadedExecutor() if executor_kind == "multi" else single())
+        executors.append(new_executor(MultiThreadedExecutor if executor_kind == "multi" else single))
         return executors[0]
 
     def make_nodes() -> list[Node]:
