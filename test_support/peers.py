@@ -9,6 +9,7 @@ talks to one line by line with :func:`ask`), or runs subscribers and a publisher
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -21,10 +22,14 @@ def last_json(text: str) -> Any:
     return json.loads(text.strip().splitlines()[-1])
 
 
-def spawn_peer(script: str, *args: str, stdin: bool = False) -> subprocess.Popen:
+#: Set in a peer's environment, its :func:`peer_node` is torn down only once its stdin is closed (see run_peers).
+TEARDOWN_ON_STDIN = "R2CI_TEARDOWN_ON_STDIN"
+
+
+def spawn_peer(script: str, *args: str, stdin: bool = False, env: Mapping[str, str] | None = None) -> subprocess.Popen:
     """``script`` started with ``args``, its stdout (and, with ``stdin``, its stdin) a text pipe."""
     return subprocess.Popen([sys.executable, script, *args], stdout=subprocess.PIPE, text=True,
-                            stdin=subprocess.PIPE if stdin else None)
+                            stdin=subprocess.PIPE if stdin else None, env=env)
 
 
 def ask(peer: subprocess.Popen, line: str) -> Any:
@@ -37,14 +42,21 @@ def ask(peer: subprocess.Popen, line: str) -> Any:
 def run_peers(script: str, publisher: Sequence[str], subscribers: Sequence[Sequence[str]],
               publisher_timeout: float = 240.0, subscriber_timeout: float = 60.0) -> tuple[Any, list[Any]]:
     """Start every subscriber, then the publisher (each its command-line arguments); once the publisher is done
-    and has exited 0, the JSON results: the publisher's, and the subscribers' in order."""
-    subs = [spawn_peer(script, *args) for args in subscribers]
+    and has exited 0, the JSON results: the publisher's, and the subscribers' in order.
+
+    The peers end one at a time, the publisher first, then each subscriber once the one before has exited:
+    Fast DDS 3.2 can deadlock deleting a participant while another participant's removal reaches it (see
+    docs/decisions.md), and a run whose peers all finish in the same instant (the last acknowledgement ends
+    them all) is exactly that.  A subscriber finishes its work, then waits for its stdin to close to tear down.
+    """
+    teardown_on_stdin = {**os.environ, TEARDOWN_ON_STDIN: "1"}
+    subs = [spawn_peer(script, *args, stdin=True, env=teardown_on_stdin) for args in subscribers]
     pub = spawn_peer(script, *publisher)
     try:
         pub_out, _ = pub.communicate(timeout=publisher_timeout)
         # Now, not after the subscribers' timeout: a publisher that gave up leaves them waiting for the rest.
         assert pub.returncode == 0, f"the publisher ended with exit code {pub.returncode} (its stderr is above)"
-        sub_outs = [sub.communicate(timeout=subscriber_timeout)[0] for sub in subs]
+        sub_outs = [sub.communicate(timeout=subscriber_timeout)[0] for sub in subs]  # closes its stdin: its turn
     finally:
         for proc in (pub, *subs):
             proc.kill()
@@ -72,7 +84,8 @@ def play(roles: Mapping[str, Callable[..., Any]]) -> None:
 
 @contextmanager
 def peer_node(name: str) -> Iterator[Any]:
-    """A peer process's one rclpy node, rclpy initialised around it."""
+    """A peer process's one rclpy node, rclpy initialised around it; with ``TEARDOWN_ON_STDIN`` set, torn down only
+    once stdin is closed (the harness's turn for it)."""
     import rclpy
 
     rclpy.init()
@@ -80,6 +93,8 @@ def peer_node(name: str) -> Iterator[Any]:
     try:
         yield node
     finally:
+        if os.environ.get(TEARDOWN_ON_STDIN):
+            sys.stdin.read()
         node.destroy_node()
         rclpy.shutdown()
 
