@@ -85,7 +85,8 @@ class Reader:
         descriptor that does not fit its pool, :class:`PoolUnavailableError` if the pool is gone.
         """
         try:
-            desc = Descriptor.from_message(core)
+            # A Descriptor is checked already: made by from_message, or by a direct channel from bounded fields.
+            desc = core if type(core) is Descriptor else Descriptor.from_message(core)
             handle_stream = stream_handle(stream)
             if time.monotonic() >= self._next_liveness_check:
                 self._drop_dead_pools()

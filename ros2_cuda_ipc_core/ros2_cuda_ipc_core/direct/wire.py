@@ -7,10 +7,11 @@ the connection: from then on the publisher writes a record there for every publi
 Records are length-prefixed (``u32`` length of what follows, then a ``u8`` kind):
 
 - ``TEMPLATE``: ``u32`` template id, then the CDR of one whole typed message.  Everything a frame does not
-  carry (layout fields, ``frame_id``, the pool's own fields) comes from the latest template; it is sent
-  again only when those change, so no frame pays a ROS message conversion on either side.
-- ``FRAME``: ``u32`` template id, block, uid, byte size, the header stamp and the block's ready event:
-  what changes from one publication to the next, packed by ``struct``.
+  carry (the layout's fields, the pool's own fields) comes from the latest template; it is sent again only
+  when those change, so no frame pays a ROS message conversion on either side.
+- ``FRAME``: ``u32`` template id, block, uid, byte size, the header stamp, the block's ready event and the
+  header's ``frame_id`` (``u16`` length, then UTF-8): what may change from one publication to the next,
+  packed by ``struct``.
 
 Everything here is input from a peer: sizes are bounded before anything is allocated, and a record that is
 malformed ends the connection (the frames keep coming over DDS).
@@ -34,8 +35,9 @@ MAX_TOPIC_BYTES = 1024
 PREFIX = struct.Struct("<IB")
 KIND_TEMPLATE, KIND_FRAME = 1, 2
 _TEMPLATE_ID = struct.Struct("<I")
-#: template id, block_id, uid, byte_size, stamp.sec, stamp.nanosec, event_handle
-_FRAME = struct.Struct("<IIQQiI64s")
+#: template id, block_id, uid, byte_size, stamp.sec, stamp.nanosec, event_handle, frame_id length (then the frame_id)
+_FRAME = struct.Struct("<IIQQiI64sH")
+MAX_FRAME_ID_BYTES = 4096
 #: The largest template a subscriber accepts (a typed message's CDR without payload is a few hundred bytes;
 #: a point cloud with many fields or a tensor with many dimensions stays far below this).
 MAX_TEMPLATE_BYTES = 1 << 16
@@ -71,9 +73,11 @@ def template_record(template_id: int, cdr: bytes) -> bytes:
 
 
 def frame_record(template_id: int, block_id: int, uid: int, byte_size: int, sec: int, nanosec: int,
-                 event_handle: bytes) -> bytes:
-    return PREFIX.pack(1 + _FRAME.size, KIND_FRAME) + _FRAME.pack(template_id, block_id, uid, byte_size, sec, nanosec,
-                                                                   event_handle)
+                 event_handle: bytes, frame_id: bytes) -> bytes:
+    if len(frame_id) > MAX_FRAME_ID_BYTES:
+        raise ValueError(f"a {len(frame_id)}-byte frame_id is too long for a direct frame ({MAX_FRAME_ID_BYTES} at most)")
+    return PREFIX.pack(1 + _FRAME.size + len(frame_id), KIND_FRAME) + _FRAME.pack(
+        template_id, block_id, uid, byte_size, sec, nanosec, event_handle, len(frame_id)) + frame_id
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ class Frame(NamedTuple):
     sec: int
     nanosec: int
     event_handle: bytes
+    frame_id: str
 
 
 class RecordReader:
@@ -122,9 +127,15 @@ class RecordReader:
 
 def _record(kind: int, body: bytes) -> Template | Frame:
     if kind == KIND_FRAME:
-        if len(body) != _FRAME.size:
-            raise InvalidDescriptorError(f"a direct frame record of {len(body)} bytes, expected {_FRAME.size}")
-        return Frame(*_FRAME.unpack(body))
+        if len(body) < _FRAME.size:
+            raise InvalidDescriptorError(f"a direct frame record of {len(body)} bytes, at least {_FRAME.size} expected")
+        template_id, block_id, uid, byte_size, sec, nanosec, event_handle, length = _FRAME.unpack_from(body)
+        if len(body) != _FRAME.size + length:
+            raise InvalidDescriptorError(f"a direct frame record of {len(body)} bytes names a {length}-byte frame_id")
+        try:
+            return Frame(template_id, block_id, uid, byte_size, sec, nanosec, event_handle, body[_FRAME.size:].decode())
+        except UnicodeDecodeError:
+            raise InvalidDescriptorError("a direct frame record's frame_id is not UTF-8") from None
     if kind == KIND_TEMPLATE:
         if len(body) < _TEMPLATE_ID.size:
             raise InvalidDescriptorError("a direct template record without its id")

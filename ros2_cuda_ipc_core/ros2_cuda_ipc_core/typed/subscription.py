@@ -31,7 +31,7 @@ from functools import partial
 from typing import Any, Generic, Literal, TypeVar
 
 from ..descriptor import Descriptor, InstanceKey
-from ..direct.frames import DirectMessage, FrameHeader, FrameStamp
+from ..direct.frames import DirectMessage, HeaderSpares
 from ..direct.receiver import DirectReceiver
 from ..direct.wire import Frame
 from ..errors import CudaUnavailableError, InvalidDescriptorError, PoolUnavailableError, Ros2CudaIpcError, StaleDescriptorError
@@ -124,6 +124,7 @@ class TypedSubscription(Generic[V]):
         self._by_reason: Counter[str] = Counter()
         self._dropped: Counter[str] = Counter()
         self._direct_layouts: dict[tuple[InstanceKey, int, int], Any] = {}
+        self._headers: HeaderSpares | None = None
         self._subscription = node.create_subscription(message_type, topic, self._on_descriptor, qos)
         self.topic = str(self._subscription.topic_name)
         self.twin_topic = fallback_topic or twin_topic(self.topic)
@@ -132,6 +133,7 @@ class TypedSubscription(Generic[V]):
         if delivery == "direct":
             from rclpy.serialization import deserialize_message
 
+            self._headers = HeaderSpares()
             self._receiver = DirectReceiver(f"ros2_cuda_ipc direct {self.topic}", self._on_direct_frame,
                                             partial(deserialize_message, message_type=message_type),
                                             reader.reader.allowed_uids, reader.reader.check_publisher_pid)
@@ -200,21 +202,28 @@ class TypedSubscription(Generic[V]):
     def _on_direct_frame(self, instance: InstanceKey, template: Any, frame: Frame) -> None:
         """A publication from the pool's direct channel (the delivery thread): ``template``'s fields, ``frame``'s core."""
         self._arrived["direct"] += 1
-        core = Descriptor(instance[1], instance[0], frame.block_id, frame.uid, instance[2], int(template.core.memory),
-                          int(template.core.device_id), frame.event_handle, frame.byte_size)
-        msg = DirectMessage(FrameHeader(FrameStamp(frame.sec, frame.nanosec), template.header.frame_id), core, template)
+        assert self._headers is not None
         key = (instance, frame.template_id, frame.byte_size)
-        layout = self._direct_layouts.get(key)
-        if layout is None:  # once per template and block size: the layout's check is the same for every frame
+        known = self._direct_layouts.get(key)
+        if known is None:  # once per template and block size: the checks are the same for every frame
             try:
-                layout = self.reader.layout_of(msg)
+                pool = Descriptor.from_message(template.core)  # its memory and device fields, checked
+                core = Descriptor(instance[1], instance[0], frame.block_id, frame.uid, instance[2], pool.memory,
+                                  pool.device_id, frame.event_handle, frame.byte_size)
+                layout = self.reader.layout_of(DirectMessage(template.header, core, template))
             except InvalidDescriptorError:
                 self._dropped["invalid"] += 1
                 return
             if len(self._direct_layouts) >= _REMEMBERED:
                 self._direct_layouts.clear()
-            self._direct_layouts[key] = layout
+            known = self._direct_layouts[key] = (layout, pool.memory, pool.device_id)
+        layout, memory, device = known
+        # Every field is bounded already: the instance is the channel's, the rest by the record's struct.
+        core = Descriptor(instance[1], instance[0], frame.block_id, frame.uid, instance[2], memory, device,
+                          frame.event_handle, frame.byte_size)
+        msg = DirectMessage(self._headers.take(frame.sec, frame.nanosec, frame.frame_id), core, template)
         self._handle_descriptor(msg, layout)
+        self._headers.refill()  # the next frame's header, made now, while nothing waits
 
     def _handle_descriptor(self, msg: Any, layout: Any = None) -> None:
         core = msg.core

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from ..direct.frames import FrameHeader
 from ..read_handle import ReadHandle
 from ..streams import StreamLike
 from .arrays import ArrayView
@@ -22,16 +21,8 @@ class TypedView(Generic[L]):
     def __init__(self, handle: ReadHandle, layout: L, header: Any, stream: int) -> None:
         self.handle = handle
         self.layout = layout
-        self._header = header
+        self.header = header
         self.stream = stream  #: the raw CUstream the read was ordered on
-
-    @property
-    def header(self) -> Any:
-        """The message's ``std_msgs/Header`` (for a frame delivered directly, made on first use)."""
-        header = self._header
-        if type(header) is FrameHeader:
-            header = self._header = header.message()
-        return header
 
     @property
     def memory(self) -> str:

@@ -8,17 +8,21 @@ from typing import Any
 
 from .payloads import Payload
 
-TRANSPORTS = ("cuda", "host", "sensor_msgs", "fallback", "floor")
+TRANSPORTS = ("cuda", "host", "cuda-direct", "host-direct", "sensor_msgs", "fallback", "floor")
 TRANSPORT_LABELS = {
     "cuda": "ros2_cuda_ipc cuda",
     "host": "ros2_cuda_ipc host",
+    "cuda-direct": "ros2_cuda_ipc cuda, delivery=direct",
+    "host-direct": "ros2_cuda_ipc host, delivery=direct",
     "sensor_msgs": "sensor_msgs over DDS",
     "fallback": "ros2_cuda_ipc CPU twin (fallback)",
     "floor": "descriptor only (floor)",
 }
 #: Transports whose frames the producer writes into a pool block: "fallback" does too, in a pool of its own
 #: whose CPU twin the consumer reads, as a subscriber that cannot map the pool (or rviz) would.
-POOL_TRANSPORTS = ("cuda", "host", "fallback")
+#: The "-direct" ones are read by a typed subscription with ``delivery="direct"``, on a topic of their own.
+POOL_TRANSPORTS = ("cuda", "host", "cuda-direct", "host-direct", "fallback")
+DIRECT_TRANSPORTS = ("cuda-direct", "host-direct")
 MODES = ("latency", "throughput")
 
 
@@ -67,8 +71,9 @@ class Plan:
         return sorted(pairs, key=lambda pair: (pair[0], pair[1].byte_size))
 
     def pool_memory(self, transport: str) -> str:
-        """Where a pool transport's blocks live: its own name, or (the fallback) where the run's frames do."""
-        return self.memory if transport == "fallback" else transport
+        """Where a pool transport's blocks live: its own name (less "-direct"), or (the fallback) where the run's
+        frames do."""
+        return self.memory if transport == "fallback" else transport.removesuffix("-direct")
 
     def publisher_counts(self) -> dict[str, int]:
         """Publishers per data topic that the consumer must discover before the run starts."""
@@ -77,7 +82,8 @@ class Plan:
         def kinds(transport: str) -> set[str]:
             return {case.payload.kind for case in self.cases if case.transport == transport}
 
-        topics = [KINDS[payload.kind].gpu_topic for transport, payload in self.pools() if transport != "fallback"]
+        topics = [KINDS[payload.kind].gpu_topic for transport, payload in self.pools() if transport in ("cuda", "host")]
+        topics += [KINDS[payload.kind].direct_topic for transport, payload in self.pools() if transport in DIRECT_TRANSPORTS]
         topics += [KINDS[kind].twin_topic for kind in kinds("fallback")]
         topics += [KINDS[kind].gpu_topic for kind in kinds("floor")]
         topics += [KINDS[kind].sensor_topic for kind in kinds("sensor_msgs")]

@@ -3,7 +3,8 @@
     python -m ros2_cuda_ipc_examples.bench.consumer PLAN_JSON      (started by ``benchmark``)
 
 Steps, in microseconds, for each frame (stamped by the producer right before it published):
-``arrival`` (publish to callback), ``read`` (``ImageReader.read``; sensor_msgs: the upload or wrap),
+``arrival`` (publish to callback; with ``delivery="direct"`` the read is done by then, and ``read`` is 0),
+``read`` (``ImageReader.read``; sensor_msgs: the upload or wrap),
 ``view`` (``torch.from_dlpack`` / ``cupy.from_dlpack`` / ``np.asarray``; sensor_msgs: the reshape),
 ``wait`` (the consumer stream catching up with the producer), ``ready`` (publish to consumer-ready),
 ``work`` (the reduction over every byte), ``release`` (dropping the tensor and closing the view), ``total``.
@@ -22,7 +23,7 @@ from typing import Any
 from ros2_cuda_ipc_core import Ros2CudaIpcError, StaleDescriptorError, new_executor, run_tool
 
 from .arrays import HostArrays, gpu_arrays
-from .cases import Case, Plan
+from .cases import DIRECT_TRANSPORTS, Case, Plan
 from .cpu import CpuSpan
 from .kinds import KINDS
 from .protocol import (
@@ -83,6 +84,7 @@ class Consumer:
         self.reports = node.create_publisher(String, REPORT_TOPIC, control_qos())
         self.acks = node.create_publisher(String, ACK_TOPIC, control_qos())
         self.expected_publishers = plan.publisher_counts()
+        self.direct: list[Any] = []  # the typed subscriptions of the "-direct" transports (their callbacks on their threads)
         for name in {case.payload.kind for case in plan.cases}:
             kind = KINDS[name]
             reader = kind.reader()
@@ -90,6 +92,10 @@ class Consumer:
                                      functools.partial(self.on_gpu_frame, kind, reader), data_qos())
             node.create_subscription(kind.sensor_message, kind.sensor_topic, self.on_sensor_frame, data_qos())
             node.create_subscription(kind.sensor_message, kind.twin_topic, self.on_sensor_frame, data_qos())
+            if any(case.transport in DIRECT_TRANSPORTS for case in plan.cases):
+                stream = self.gpu.stream if self.gpu is not None else None
+                self.direct.append(kind.direct_subscription(node, functools.partial(self.on_direct_frame, kind),
+                                                            data_qos(), stream))
         node.create_subscription(String, COMMAND_TOPIC, self.on_command, control_qos())
 
     # --- frames -------------------------------------------------------------------------------------
@@ -122,6 +128,25 @@ class Consumer:
             self._dropped(case, seq, "errors", str(exc))
             return
         self._record(case, seq, stamp_ns(msg.header), arrived, times,
+                     checksum == expected_checksum(case.payload.byte_size, seq))
+
+    def on_direct_frame(self, kind: Any, view: Any) -> None:
+        """A frame read by the subscription (``delivery="direct"``, on its thread): view, wait, reduce, release."""
+        arrived = now_ns()
+        case, seq = self._start(view.header)
+        arrays = self.gpu if case.transport == "cuda-direct" else self.host
+        assert arrays is not None
+        with view:
+            times = [arrived, now_ns()]
+            frame = arrays.from_view(kind.view_bytes(view))
+            times.append(now_ns())
+            arrays.synchronize()
+            times.append(now_ns())
+            checksum = arrays.checksum(frame)
+            times.append(now_ns())
+            del frame
+        times.append(now_ns())
+        self._record(case, seq, stamp_ns(view.header), arrived, times,
                      checksum == expected_checksum(case.payload.byte_size, seq))
 
     def on_sensor_frame(self, msg: Any) -> None:

@@ -23,6 +23,7 @@ class ImageKind:
     sensor_topic = "ros2_cuda_ipc_benchmark/image"
     fallback_topic = "ros2_cuda_ipc_benchmark/twinned_image"  # the fallback transport's pool; read on its twin
     twin_topic = f"{fallback_topic}/cpu"
+    direct_topic = "ros2_cuda_ipc_benchmark/direct_image"  # the "-direct" transports' pools
 
     @property
     def gpu_message(self) -> Any:
@@ -47,6 +48,12 @@ class ImageKind:
         from ros2_cuda_ipc_image import ImageReader
 
         return ImageReader()
+
+    def direct_subscription(self, node: Any, callback: Any, qos: Any, stream: Any) -> Any:
+        from ros2_cuda_ipc_image import ImageSubscription
+
+        return ImageSubscription(node, self.direct_topic, callback, qos, fallback="never", stream=stream,
+                                 delivery="direct")
 
     def frame_bytes(self, frame: Any) -> Any:
         """What the producer fills: the image frame itself (numpy / DLPack)."""
@@ -74,6 +81,7 @@ class CloudKind:
     sensor_topic = "ros2_cuda_ipc_benchmark/cloud"
     fallback_topic = "ros2_cuda_ipc_benchmark/twinned_cloud"
     twin_topic = f"{fallback_topic}/cpu"
+    direct_topic = "ros2_cuda_ipc_benchmark/direct_cloud"
     fields = "ouster"
 
     @property
@@ -105,6 +113,12 @@ class CloudKind:
         from ros2_cuda_ipc_pointcloud import PointCloudReader
 
         return PointCloudReader()
+
+    def direct_subscription(self, node: Any, callback: Any, qos: Any, stream: Any) -> Any:
+        from ros2_cuda_ipc_pointcloud import PointCloudSubscription
+
+        return PointCloudSubscription(node, self.direct_topic, callback, qos, fallback="never", stream=stream,
+                                      delivery="direct")
 
     def frame_bytes(self, frame: Any) -> Any:
         """What the producer fills: every byte of every point."""

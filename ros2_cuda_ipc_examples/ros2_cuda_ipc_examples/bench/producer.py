@@ -77,7 +77,8 @@ class Producer:
 
     def _pool_publisher(self, transport: str, payload: Payload) -> Any:
         kind = KINDS[payload.kind]
-        topic = kind.fallback_topic if transport == "fallback" else kind.gpu_topic
+        topic = {"fallback": kind.fallback_topic, "cuda-direct": kind.direct_topic,
+                 "host-direct": kind.direct_topic}.get(transport, kind.gpu_topic)
         return kind.publisher(self.node, topic, payload, self.plan.pool_memory(transport), self.plan.blocks,
                               self.plan.reuse_delay, data_qos())
 
@@ -169,8 +170,7 @@ class Producer:
         return self.acked.get(case, -1) >= oldest_unacknowledged
 
     def _send(self, case: Case, seq: int, sent: SentFrames) -> None:
-        send = {"cuda": self._send_block, "host": self._send_block, "fallback": self._send_block,
-                "sensor_msgs": self._send_sensor, "floor": self._send_floor}[case.transport]
+        send = {"sensor_msgs": self._send_sensor, "floor": self._send_floor}.get(case.transport, self._send_block)
         stamped = send(case, seq)
         if stamped is None:
             sent.no_block += 1
