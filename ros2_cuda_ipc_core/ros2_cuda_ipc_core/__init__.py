@@ -29,6 +29,7 @@ from .errors import (
     Ros2CudaIpcError,
     StaleDescriptorError,
 )
+from .executors import EXECUTORS, executor_factory, new_executor
 from .jpeg import ChannelOrder, JpegUnavailableError, encode_jpeg, jpeg_backend, warm_up_jpeg
 from .message_bytes import message_bytes
 from .node_cli import STARTUP_ERRORS, node_help, plain_text, refuse_unusable_memory, run_node, tool_parser
@@ -37,7 +38,7 @@ from .pool import DEFAULT_REUSE_DELAY, BlockManager, MemoryKind, check_reuse_del
 from .publish_block import PublishBlock
 from .read_handle import ReadHandle
 from .reader import Reader
-from .shutdown import new_executor, run_nodes, run_tool, stop_reason
+from .shutdown import run_nodes, run_tool, stop_reason
 from .streams import StreamLike
 from .transfer import copy_rows, copy_strided
 from .typed import (
@@ -71,6 +72,7 @@ __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_REUSE_DELAY",
     "DIAGNOSTICS_TOPIC",
+    "EXECUTORS",
     "STARTUP_ERRORS",
     "STATUS_PREFIX",
     "ArrayProtocols",
@@ -125,6 +127,7 @@ __all__ = [
     "cuda_device_count",
     "declare",
     "encode_jpeg",
+    "executor_factory",
     "jpeg_backend",
     "message_bytes",
     "new_executor",

@@ -15,15 +15,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rclpy.executors import Executor
     from rclpy.node import Node
 
-__all__ = ["new_executor", "run_nodes", "run_tool", "stop_reason", "stop_signals_interrupt"]
-
-_E = TypeVar("_E", bound="Executor")
+__all__ = ["run_nodes", "run_tool", "stop_reason", "stop_signals_interrupt"]
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -76,20 +74,6 @@ def _wait_for_context_shutdown(timeout: float = 0.5) -> None:
         time.sleep(0.01)
 
 
-def new_executor(kind: type[_E], **kwargs: Any) -> _E:
-    """``kind(**kwargs)``, safe against a Ctrl-C that lands inside its ``__init__``.
-
-    rclpy's ``Executor.__del__`` reads ``_sigint_gc``, which ``__init__`` sets near its end: a KeyboardInterrupt
-    raised before that (a stop signal right after start-up) leaves a half-made executor whose collection prints
-    ``AttributeError: ... no attribute '_sigint_gc'`` on stderr.  Set first, the attribute is there whenever
-    ``__del__`` runs; ``__init__`` assigns it for real.
-    """
-    executor = kind.__new__(kind)
-    object.__setattr__(executor, "_sigint_gc", None)  # not an attribute of every rclpy version's typing
-    executor.__init__(**kwargs)  # type: ignore[misc]
-    return executor
-
-
 def _freeze_start_up_objects() -> None:
     """Move what start-up made (modules, nodes, torch's and CUDA's objects) out of the collector's sight:
     a full collection then walks only what the frames make, so its pauses stay short in the steady state."""
@@ -107,6 +91,8 @@ def run_nodes(make_nodes: Callable[[], Sequence[Node]], *, args: list[str] | Non
     """
     import rclpy
     from rclpy.executors import Executor, SingleThreadedExecutor
+
+    from .executors import new_executor
 
     try:
         rclpy.init(args=args)
@@ -127,7 +113,11 @@ def run_nodes(make_nodes: Callable[[], Sequence[Node]], *, args: list[str] | Non
         for node in nodes:
             spinner.add_node(node)
         _freeze_start_up_objects()
-        spinner.spin()
+        if isinstance(spinner, Executor):
+            spinner.spin()
+        else:  # rclpy's C++ EventsExecutor: its spin() fired no timer here (Kilted's wheel); spin_once() does
+            while rclpy.ok():
+                spinner.spin_once(timeout_sec=0.1)
     except KeyboardInterrupt:
         _wait_for_context_shutdown()
     except _stop_exceptions():

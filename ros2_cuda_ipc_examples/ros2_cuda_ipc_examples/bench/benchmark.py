@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--consumer-device", type=_bounded(int, 0, 63), default=0, metavar="GPU",
                         help="CUDA device of the consumer's streams; another than the pools' (0) times a cross-device "
                              "read: a peer mapping where the GPUs reach each other, else one copy")
+    parser.add_argument("--executor", choices=["single", "events"], default="single",
+                        help="the consumer's executor: rclpy's SingleThreadedExecutor, or its C++ EventsExecutor "
+                             "(where this rclpy has one)")
     parser.add_argument("--out", type=Path, default=Path("benchmark-results"), help="directory for the outputs")
     return parser
 
@@ -119,6 +122,13 @@ def resolve_plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> t
         parser.error(f"--in-flight {args.in_flight} must be below --blocks {args.blocks}: the producer needs a free block")
     if args.out.exists() and not args.out.is_dir():
         parser.error(f"--out {args.out} exists and is not a directory")
+    if args.executor != "single":
+        from ros2_cuda_ipc_core import executor_factory
+
+        try:
+            executor_factory(args.executor)
+        except ValueError as exc:
+            parser.error(str(exc))
     notes: list[str] = []
     transports = list(dict.fromkeys(args.transports))
     memory, library = "host", None
@@ -153,7 +163,7 @@ def resolve_plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> t
         p if isinstance(p, Payload) else parse_payload(p) for p in args.payloads))
     plan = make_plan(modes, transports, payloads, list(dict.fromkeys(args.rates)), args.frames, args.warmup,
                      memory, library, args.blocks, args.reuse_delay, args.in_flight, args.case_seconds,
-                     args.consumer_device)
+                     args.consumer_device, args.executor)
     return plan, notes
 
 

@@ -60,6 +60,7 @@ class Plan:
     in_flight: int
     case_seconds: float  # throughput mode: a case stops sending after this long
     consumer_device: int = 0  # the GPU the consumer's streams run on (another than the pool's: a cross-device read)
+    executor: str = "single"  # the consumer's executor: single (rclpy's SingleThreadedExecutor) or events (C++)
 
     @property
     def payloads(self) -> list[Payload]:
@@ -100,7 +101,7 @@ class Plan:
 
 def make_plan(modes: list[str], transports: list[str], payloads: list[Payload], rates: list[float], frames: int,
               warmup: int, memory: str, gpu_library: str | None, blocks: int, reuse_delay: float, in_flight: int,
-              case_seconds: float, consumer_device: int = 0) -> Plan:
+              case_seconds: float, consumer_device: int = 0, executor: str = "single") -> Plan:
     """Cases grouped by mode and rate, then payload; a payload's transports run back to back."""
     cases: list[Case] = []
     for mode in modes:
@@ -108,4 +109,5 @@ def make_plan(modes: list[str], transports: list[str], payloads: list[Payload], 
             for payload in payloads:
                 for transport in transports:
                     cases.append(Case(len(cases), mode, transport, payload, rate, frames, warmup))
-    return Plan(tuple(cases), memory, gpu_library, blocks, reuse_delay, in_flight, case_seconds, consumer_device)
+    return Plan(tuple(cases), memory, gpu_library, blocks, reuse_delay, in_flight, case_seconds, consumer_device,
+                executor)

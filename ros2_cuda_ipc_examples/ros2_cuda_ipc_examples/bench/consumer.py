@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ros2_cuda_ipc_core import Ros2CudaIpcError, StaleDescriptorError, new_executor, run_tool
+from ros2_cuda_ipc_core import Ros2CudaIpcError, StaleDescriptorError, executor_factory, run_tool
 
 from .arrays import HostArrays, gpu_arrays
 from .cases import DIRECT_TRANSPORTS, Case, Plan
@@ -236,12 +236,11 @@ class Consumer:
 
 def consume(plan: Plan) -> int:
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
 
     parent = os.getppid()
     rclpy.init()
     node = rclpy.create_node("ros2_cuda_ipc_benchmark_consumer")
-    executor = new_executor(SingleThreadedExecutor)
+    executor = executor_factory(plan.executor)()
     executor.add_node(node)
     try:
         consumer = Consumer(node, plan)

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
-from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, check_reuse_delay, new_executor, run_tool, tool_parser
+from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, EXECUTORS, check_reuse_delay, new_executor, run_tool, tool_parser
 from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL, ComponentSpec
 
 from ..nodes.arrays import MemoryChoiceError, choose_memory
@@ -115,8 +115,9 @@ def add_run_arguments(parser: argparse.ArgumentParser,
     parser.add_argument("--memory", choices=["auto", "cuda", "host"], default="auto",
                         help="where frames live; auto: CUDA when a GPU and torch or cupy are here (default: auto)")
     parser.add_argument("--compose", action="store_true", help="every node in one container process")
-    parser.add_argument("--executor", choices=["single", "multi"], default="single",
-                        help="the container's executor with --compose (default: single)")
+    parser.add_argument("--executor", choices=EXECUTORS, default="single",
+                        help="the container's executor with --compose: rclpy's single- or multi-threaded one, or its "
+                             "C++ events executor (default: single)")
     parser.add_argument("--out", type=Path, default=Path("pipeline-output"),
                         help="where pipeline-summary.json, preview.png and the node logs go (default: %(default)s)")
     parser.add_argument("--namespace", default=None,

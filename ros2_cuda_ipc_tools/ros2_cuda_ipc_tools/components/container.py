@@ -2,7 +2,7 @@
 
     container --load ros2_cuda_ipc_examples::SyntheticCamera --name camera --param width:=1920 \\
               --load ros2_cuda_ipc_examples::Preview --name preview --remap image:=/camera/image
-    container --file pipeline.yaml [--executor multi]
+    container --file pipeline.yaml [--executor multi|events]
     ros2 run ros2_cuda_ipc_tools container        # then: ros2 component load /ComponentManager ...
 
 rclpy has no container of its own. This one loads the classes registered in the
@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rclpy.executors import Executor, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.executors import Executor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from ros2_cuda_ipc_core import new_executor, run_nodes, tool_parser
+from ros2_cuda_ipc_core import EXECUTORS, executor_factory, new_executor, run_nodes, tool_parser
 
 from .parent_watch import follow_runner
 from .registry import COMPONENT_GROUP, UnknownComponentError, available_components, component_class
@@ -219,7 +219,7 @@ def _serve_composition_interfaces(container: ComponentContainer) -> list[Any]:
 def read_pipeline_file(path: str | Path) -> tuple[list[ComponentSpec], str | None]:
     """The components (and the executor, if named) of a YAML pipeline file::
 
-        executor: single            # or multi
+        executor: single            # or multi, events
         components:
           - plugin: ros2_cuda_ipc_examples::SyntheticCamera
             name: camera
@@ -247,8 +247,8 @@ def read_pipeline_file(path: str | Path) -> tuple[list[ComponentSpec], str | Non
         specs.append(ComponentSpec(entry["plugin"], entry.get("name"), entry.get("namespace"),
                                    dict(entry.get("parameters") or {}), dict(entry.get("remappings") or {})))
     executor = document.get("executor")
-    if executor not in (None, "single", "multi"):
-        raise ValueError(f"{path}: executor must be 'single' or 'multi', not {executor!r}")
+    if executor not in (None, *EXECUTORS):
+        raise ValueError(f"{path}: executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
     return specs, executor
 
 
@@ -310,8 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--param", metavar="NAME:=VALUE", action=_ComponentAction, help="parameter of the last --load")
     parser.add_argument("--remap", metavar="FROM:=TO", action=_ComponentAction, help="remapping of the last --load")
     parser.add_argument("--file", type=Path, help="YAML pipeline file of components to load (see read_pipeline_file)")
-    parser.add_argument("--executor", choices=["single", "multi"], default=None,
-                        help="single- or multi-threaded executor (default: the file's, else single)")
+    parser.add_argument("--executor", choices=EXECUTORS, default=None,
+                        help="rclpy's single- or multi-threaded executor, or its C++ events executor (default: the "
+                             "file's, else single)")
     parser.add_argument("--restart-components", action="store_true",
                         help="a component whose callback raises is unloaded and loaded again after a back-off "
                              "(single executor only)")
@@ -343,13 +344,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         if spec.plugin not in available:
             parser.error(str(UnknownComponentError(f"no component named {spec.plugin!r}; available: "
                                                    f"{', '.join(sorted(available))}")))
-    if args.restart_components and executor_kind == "multi":
+    if args.restart_components and executor_kind not in (None, "single"):
         parser.error("--restart-components needs the single executor")
+    try:
+        factory = executor_factory(executor_kind or "single")
+    except ValueError as exc:
+        parser.error(str(exc))
     executors: list[Executor] = []
 
     def make_executor() -> Executor:  # after rclpy.init: an executor needs an initialized context
-        single = RestartingExecutor if args.restart_components else SingleThreadedExecutor
-        executors.append(new_executor(MultiThreadedExecutor if executor_kind == "multi" else single))
+        executors.append(new_executor(RestartingExecutor) if args.restart_components else factory())
         return executors[0]
 
     def make_nodes() -> list[Node]:

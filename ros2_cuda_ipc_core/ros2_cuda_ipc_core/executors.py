@@ -1,0 +1,58 @@
+"""Executors by name, for the tools' ``--executor`` options, made so that a Ctrl-C during start-up is harmless.
+
+``single`` and ``multi`` are rclpy's ``SingleThreadedExecutor`` and ``MultiThreadedExecutor``; ``events`` is
+rclpy's C++ ``EventsExecutor`` (``rclpy.experimental``, where the installed rclpy has it), measured fastest of the three on the
+typed path (docs/performance.md).  It takes no guard conditions and no callbacks with a ``MessageInfo``;
+ros2_cuda_ipc's subscriptions, publishers, twins and diagnostics use neither, so every example node runs on it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from rclpy.executors import Executor
+
+__all__ = ["EXECUTORS", "executor_factory", "new_executor"]
+
+#: The names :func:`executor_factory` takes.
+EXECUTORS = ("single", "multi", "events")
+_E = TypeVar("_E", bound="Executor")
+
+
+def new_executor(kind: type[_E], **kwargs: Any) -> _E:
+    """``kind(**kwargs)``, safe against a Ctrl-C that lands inside its ``__init__``.
+
+    rclpy's ``Executor.__del__`` reads ``_sigint_gc``, which ``__init__`` sets near its end: a KeyboardInterrupt
+    raised before that (a stop signal right after start-up) leaves a half-made executor whose collection prints
+    ``AttributeError: ... no attribute '_sigint_gc'`` on stderr.  Set first, the attribute is there whenever
+    ``__del__`` runs; ``__init__`` assigns it for real.
+    """
+    executor = kind.__new__(kind)
+    object.__setattr__(executor, "_sigint_gc", None)  # not an attribute of every rclpy version's typing
+    executor.__init__(**kwargs)  # type: ignore[misc]
+    return executor
+
+
+def executor_factory(name: str) -> Callable[[], Executor]:
+    """What makes the executor ``name`` (one of :data:`EXECUTORS`), to call after ``rclpy.init``; ValueError saying
+    why for an unknown name or an ``events`` this rclpy does not have."""
+    from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+
+    if name == "single":
+        return lambda: new_executor(SingleThreadedExecutor)
+    if name == "multi":
+        return lambda: new_executor(MultiThreadedExecutor)
+    if name == "events":
+        try:  # by name: rclpy's typing of rclpy.experimental differs between distros, and Humble has none
+            events: Callable[[], Executor] | None = vars(importlib.import_module("rclpy.experimental")).get(
+                "EventsExecutor")
+        except ImportError:
+            events = None
+        if events is None:
+            raise ValueError("executor 'events': this rclpy has no rclpy.experimental.EventsExecutor; use 'single' or "
+                             "'multi'")
+        return events
+    raise ValueError(f"executor {name!r}: one of {', '.join(EXECUTORS)}")
