@@ -1,6 +1,8 @@
-"""cuda_ipc_top's board: statuses from /diagnostics joined per topic; others' statuses ignored; gone nodes dropped.
+"""cuda_ipc_top's board: statuses from /diagnostics joined per pool; others' statuses ignored; gone nodes dropped;
+numbers that are not finite and hostile strings shown as such, never raw.
 
-A real pipeline under top is in ros2_cuda_ipc_examples/test/test_top_pipeline.py."""
+The fuzz of its input is test_fuzz_top.py; a real pipeline under top is in
+ros2_cuda_ipc_examples/test/test_top_pipeline.py."""
 
 import json
 import subprocess
@@ -8,7 +10,7 @@ import sys
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
-from ros2_cuda_ipc_tools.top import Board, render_table
+from ros2_cuda_ipc_tools.top import Board, printable, render_json, render_table
 
 
 def status(name: str, **values: object) -> DiagnosticStatus:
@@ -63,3 +65,57 @@ def test_bad_arguments_are_refused_with_2():
         out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_tools.top", *args], capture_output=True, text=True,
                              timeout=60)
         assert out.returncode == 2 and "Traceback" not in out.stderr, (args, out.stderr)
+
+
+def strict_json(text: str):
+    def refuse(name: str) -> None:
+        raise ValueError(f"not strict JSON: {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_numbers_that_are_not_finite_are_shown_as_such_and_null_in_json():
+    pool = status("ros2_cuda_ipc pool: /cam/image", kind="pool", topic="/cam/image", node="/cam/camera", pid="inf",
+                  pool_id="aa", memory="host", rate_hz="nan", blocks_in_use="1e400", blocks_held_by_readers="-1e400",
+                  blocks_free="9" * 5000, acquire_misses="2.5")
+    reader = status("ros2_cuda_ipc reader: /cam/enc /cam/image", kind="reader", topic="/cam/image", node="/cam/enc",
+                    pid=200, rate_hz="inf", stale_drops="nan", latency_p50_ms="inf", latency_p99_ms="1e400", pools="aa:inf")
+    board = Board()
+    board.add(DiagnosticArray(status=[pool, reader]), now=0.0)
+    rows = board.rows(now=0.0)
+    line = render_table(rows).splitlines()[1].split()
+    # topic, publisher (pid), memory, rate, in use, held, free, stale, fallback, readers, p50
+    assert line == ["/cam/image", "/cam/camera", "(inf)", "host", "nan", "inf", "-inf", "inf", "nan", "0", "200:inf", "inf"]
+    row = strict_json(render_json(rows, 1.0))["topics"][0]
+    assert row["pid"] is None and row["rate_hz"] is None and row["acquire_misses"] == 2.5
+    assert row["nonfinite"] == {"pid": "inf", "rate_hz": "nan", "blocks_in_use": "inf", "blocks_held_by_readers": "-inf",
+                                "blocks_free": "inf", "stale_drops": "nan", "latency_p50_ms": "inf"}
+    assert row["readers"][0]["pid"] == 200 and row["readers"][0]["nonfinite"] == {
+        "leases": "inf", "rate_hz": "inf", "stale_drops": "nan", "latency_p50_ms": "inf", "latency_p99_ms": "inf"}
+
+
+def test_hostile_strings_are_escaped_and_forge_no_row():
+    forged = "/cam\x1b[2J\x1b[31mPWNED\x1b[0m\n/fake  row"
+    pool = status("ros2_cuda_ipc pool: x", kind="pool", topic=forged, node="/n\x9b2J\u202e", pid=1, pool_id="aa",
+                  memory="host\r", device="0\x07")
+    board = Board()
+    board.add(DiagnosticArray(status=[pool]), now=0.0)
+    table = render_table(board.rows(now=0.0))
+    assert table.count("\n") == 1 and all(char.isprintable() for char in table.replace("\n", ""))
+    assert "/cam\\x1b[2J\\x1b[31mPWNED\\x1b[0m\\n/fake  row" in table
+    assert "/n\\x9b2J\\u202e (1)" in table and "host\\r:0\\x07" in table and printable("\t") == "\\t"
+    assert strict_json(render_json(board.rows(now=0.0), 1.0))["topics"][0]["topic"] == forged  # JSON: the very string
+    assert printable("a\\b") == "a\\\\b" and printable("x" * 500) == "x" * 120 + "..."
+
+
+def test_two_pools_of_one_topic_each_keep_their_readers_in_one_order():
+    second = status("ros2_cuda_ipc pool: /cam/image again", kind="pool", topic="/cam/image", node="/cam/camera2",
+                    pid=101, pool_id="bb")
+    both = status("ros2_cuda_ipc reader: /cam/all /cam/image", kind="reader", topic="/cam/image", node="/cam/all",
+                  pid=201, pools="bb:1,aa:0")
+    board = Board()
+    board.add(DiagnosticArray(status=[second, both, READER, POOL]), now=0.0)
+    rows = board.rows(now=0.0)
+    assert [(row.publisher, [reader.node for reader in row.readers]) for row in rows] == [
+        ("/cam/camera", ["/cam/all", "/cam/enc"]), ("/cam/camera2", ["/cam/all"])]
+    assert [(reader.node, reader.leases) for reader in rows[0].readers] == [("/cam/all", 0), ("/cam/enc", 2)]

@@ -4,28 +4,28 @@
     cuda_ipc_top --once --json        # one snapshot as JSON, for scripts
 
 Fed from diagnostic_msgs/DiagnosticArray on /diagnostics, which every pool and typed reader
-publishes once a second (unless its node's diagnostics parameter is false).  Per topic: the
-publisher (node and pid), memory and device, publish rate, blocks in use by the publisher / held by
-readers / free, stale frames dropped by its readers, frames they got through a CPU twin instead
-(fallback), each reader (pid:leases held) and the slowest
-reader's median latency from the stamp.  Named so it never shadows the system's top.
+publishes once a second (unless its node's diagnostics parameter is false).  Per pool of a topic:
+the publisher (node and pid), memory and device, publish rate, blocks in use by the publisher / held
+by readers / free, stale frames dropped by its readers, frames they got through a CPU twin instead
+(fallback), each reader (pid:leases held) and the slowest reader's median latency from the stamp.
+Anyone may publish on /diagnostics: names are shown escaped, numbers that are not
+finite as inf or nan, and --json is strict JSON (such a number is null, named in "nonfinite").
+Named so it never shadows the system's top.
 """
 
 from __future__ import annotations
 
-import json
+import io
 import sys
 import time
 from typing import Any
 
 from ros2_cuda_ipc_core import DIAGNOSTICS_TOPIC, run_tool, tool_parser
 
-from .board import Board, render_table
+from .board import Board
+from .render import render_screen
 
 __all__ = ["main"]
-
-CLEAR = "\x1b[H\x1b[2J"
-
 
 def _positive(text: str) -> float:
     import argparse
@@ -46,11 +46,12 @@ def _parser() -> Any:
     return parser
 
 
-def _snapshot(board: Board, as_json: bool) -> str:
-    rows = board.rows()
-    if as_json:
-        return json.dumps({"time": time.time(), "topics": [row.as_json() for row in rows]})
-    return render_table(rows)
+def _spin_until(node: Any, deadline: float) -> None:
+    """Take what arrives until ``deadline`` (monotonic)."""
+    import rclpy
+
+    while (left := deadline - time.monotonic()) > 0:
+        rclpy.spin_once(node, timeout_sec=min(0.1, left))
 
 
 def watch(once: bool, as_json: bool, period: float, wait: float, ros_args: list[str]) -> int:
@@ -58,21 +59,23 @@ def watch(once: bool, as_json: bool, period: float, wait: float, ros_args: list[
     from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.signals import SignalHandlerOptions
 
+    if isinstance(sys.stdout, io.TextIOWrapper):  # a terminal that cannot show a character gets its escape
+        sys.stdout.reconfigure(errors="backslashreplace")
     rclpy.init(args=[sys.argv[0], *ros_args], signal_handler_options=SignalHandlerOptions.NO)  # run_tool's handlers
     node = rclpy.create_node("cuda_ipc_top")
     board = Board(stale_after=max(3.0, 3 * period))
     node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, board.add, 50)
     live = sys.stdout.isatty() and not as_json
     try:
-        next_at = time.monotonic() + (wait if once else min(period, 1.5))
+        started = time.monotonic()
+        if once:
+            _spin_until(node, started + wait)
+            print(render_screen(board.rows(), as_json=as_json, live=False, now=time.time()), flush=True)
+            return 0
+        next_at = started + min(period, 1.5)
         while True:
-            rclpy.spin_once(node, timeout_sec=max(0.0, min(0.1, next_at - time.monotonic())))
-            if time.monotonic() < next_at:
-                continue
-            text = _snapshot(board, as_json)
-            print(f"{CLEAR}{text}" if live else text, flush=True)
-            if once:
-                return 0
+            _spin_until(node, next_at)
+            print(render_screen(board.rows(), as_json=as_json, live=live, now=time.time()), flush=True)
             next_at += period
     finally:
         node.destroy_node()
