@@ -1,16 +1,24 @@
 """cuda_ipc_top's board: statuses from /diagnostics joined per pool; others' statuses ignored; gone nodes dropped;
-numbers that are not finite and hostile strings shown as such, never raw.
+numbers that are not finite and hostile strings shown as such, never raw; --once against real reporting processes.
 
 The fuzz of its input is test_fuzz_top.py; a real pipeline under top is in
 ros2_cuda_ipc_examples/test/test_top_pipeline.py."""
 
 import json
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
+import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from peers import line_with
 
 from ros2_cuda_ipc_tools.top import Board, printable, render_json, render_table
+
+TOP = [sys.executable, "-m", "ros2_cuda_ipc_tools.top"]
+PEER = str(Path(__file__).with_name("top_peer.py"))
 
 
 def status(name: str, **values: object) -> DiagnosticStatus:
@@ -119,3 +127,60 @@ def test_two_pools_of_one_topic_each_keep_their_readers_in_one_order():
     assert [(row.publisher, [reader.node for reader in row.readers]) for row in rows] == [
         ("/cam/camera", ["/cam/all", "/cam/enc"]), ("/cam/camera2", ["/cam/all"])]
     assert [(reader.node, reader.leases) for reader in rows[0].readers] == [("/cam/all", 0), ("/cam/enc", 2)]
+
+
+@pytest.fixture
+def peers():
+    started: list[subprocess.Popen] = []
+
+    def start(*args: str) -> subprocess.Popen:
+        peer = subprocess.Popen([sys.executable, PEER, *args], stdout=subprocess.PIPE, text=True)
+        started.append(peer)
+        line_with(peer.stdout, "ready")
+        return peer
+
+    yield start
+    for peer in started:
+        peer.send_signal(signal.SIGTERM)
+    for peer in started:
+        peer.communicate(timeout=30)
+
+
+def top_once(*args: str) -> subprocess.CompletedProcess:
+    out = subprocess.run([*TOP, "--once", *args], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    return out
+
+
+def rows_of(topic: str, snapshot: dict) -> list:
+    """The snapshot's rows of ``topic`` (a DDS domain is random per run, and another run may share it)."""
+    return [row for row in snapshot["topics"] if row["topic"] == topic]
+
+
+@pytest.mark.timeout(120)
+def test_once_shows_a_real_publisher_and_its_reader_in_text_and_json(peers):
+    camera = peers("camera", "/top_smoke/image")
+    reader = peers("reader", "/top_smoke/image")
+    deadline, rows = time.monotonic() + 60, []
+    while time.monotonic() < deadline:  # until both have been heard (DDS may take its time to find them)
+        rows = rows_of("/top_smoke/image", strict_json(top_once("--json").stdout))
+        if len(rows) == 1 and rows[0]["publisher"] != "?" and rows[0]["readers"]:
+            break
+    assert [(row["publisher"], row["pid"], row["memory"]) for row in rows] == [("/top_test_camera", camera.pid, "host")]
+    assert [(entry["node"], entry["pid"]) for entry in rows[0]["readers"]] == [("/top_test_reader", reader.pid)]
+    header, *lines = top_once().stdout.splitlines()
+    assert header.startswith("topic  ") and header.split()[-2:] == ["p50", "ms"]
+    assert [line for line in lines if line.startswith("/top_smoke/image ")] == [
+        line for line in lines if f"/top_test_camera ({camera.pid})" in line and f" {reader.pid}:" in line], lines
+
+
+@pytest.mark.timeout(120)
+def test_once_waits_for_a_reporter_it_found_but_has_not_heard_yet(peers):
+    """The issue's 2 readers of 3: --once printed before a reporter's first report had come. This reporter's first
+    comes 5.5 s after top is started: after top's 3.5 s --wait unless top took 2 s to start, and well within the 3 s
+    top waits on for a publisher it found (by 3 s: DDS announces a participant every 3 s) but has not heard."""
+    from top_peer import LATE_NODE, LATE_TOPIC
+
+    late = peers("late", "5.5")
+    rows = rows_of(LATE_TOPIC, strict_json(top_once("--json").stdout))
+    assert [[(reader["node"], reader["pid"]) for reader in row["readers"]] for row in rows] == [[(LATE_NODE, late.pid)]]

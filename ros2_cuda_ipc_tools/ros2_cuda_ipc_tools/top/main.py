@@ -8,7 +8,8 @@ publishes once a second (unless its node's diagnostics parameter is false).  Per
 the publisher (node and pid), memory and device, publish rate, blocks in use by the publisher / held
 by readers / free, stale frames dropped by its readers, frames they got through a CPU twin instead
 (fallback), each reader (pid:leases held) and the slowest reader's median latency from the stamp.
-Anyone may publish on /diagnostics: names are shown escaped, numbers that are not
+--once listens --wait seconds, then on (at most 3 s) until every /diagnostics publisher found has
+been heard.  Anyone may publish on /diagnostics: names are shown escaped, numbers that are not
 finite as inf or nan, and --json is strict JSON (such a number is null, named in "nonfinite").
 Named so it never shadows the system's top.
 """
@@ -18,14 +19,23 @@ from __future__ import annotations
 import io
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
-from ros2_cuda_ipc_core import DIAGNOSTICS_TOPIC, run_tool, tool_parser
+from ros2_cuda_ipc_core import DIAGNOSTICS_TOPIC, REPORT_PERIOD_S, run_tool, tool_parser
 
 from .board import Board
+from .hearing import Hearing
 from .render import render_screen
 
 __all__ = ["main"]
+
+#: With --once, seconds to listen first: a new participant (top) finds another either at once or at the other's
+#: next announcement, which Fast DDS makes every 3 s (measured here: 0.02 s or 1.6 to 2.7 s, about half each).
+DEFAULT_WAIT_S = 3.5
+#: With --once, how much longer than --wait to listen for a publisher found but not heard from yet: three reports.
+MORE_WAIT_S = 3 * REPORT_PERIOD_S
+
 
 def _positive(text: str) -> float:
     import argparse
@@ -41,16 +51,18 @@ def _parser() -> Any:
     parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
     parser.add_argument("--json", action="store_true", help="print JSON (one object per snapshot) instead of the table")
     parser.add_argument("--period", type=_positive, default=1.0, help="seconds between two snapshots (default: 1)")
-    parser.add_argument("--wait", type=_positive, default=2.5,
-                        help="with --once: seconds to listen first, longer than a diagnostics period (default: 2.5)")
+    parser.add_argument("--wait", type=_positive, default=DEFAULT_WAIT_S,
+                        help="with --once: seconds to listen first, in which DDS finds every participant; then up to "
+                             f"{MORE_WAIT_S:g} s more until every /diagnostics publisher found has been heard "
+                             "(default: %(default)s)")
     return parser
 
 
-def _spin_until(node: Any, deadline: float) -> None:
-    """Take what arrives until ``deadline`` (monotonic)."""
+def _spin_until(node: Any, deadline: float, done: Callable[[], bool] = lambda: False) -> None:
+    """Take what arrives until ``deadline`` (monotonic) or until ``done()``."""
     import rclpy
 
-    while (left := deadline - time.monotonic()) > 0:
+    while not done() and (left := deadline - time.monotonic()) > 0:
         rclpy.spin_once(node, timeout_sec=min(0.1, left))
 
 
@@ -64,12 +76,16 @@ def watch(once: bool, as_json: bool, period: float, wait: float, ros_args: list[
     rclpy.init(args=[sys.argv[0], *ros_args], signal_handler_options=SignalHandlerOptions.NO)  # run_tool's handlers
     node = rclpy.create_node("cuda_ipc_top")
     board = Board(stale_after=max(3.0, 3 * period))
-    node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, board.add, 50)
+    hearing = Hearing(board.add) if Hearing.supported() else None
+    node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, hearing or board.add, 50)
     live = sys.stdout.isatty() and not as_json
     try:
         started = time.monotonic()
         if once:
             _spin_until(node, started + wait)
+            # Without message info (Humble's rclpy) there is no knowing who was heard: the whole bound.
+            _spin_until(node, started + wait + MORE_WAIT_S,
+                        lambda: hearing is not None and hearing.heard_every_publisher(node))
             print(render_screen(board.rows(), as_json=as_json, live=False, now=time.time()), flush=True)
             return 0
         next_at = started + min(period, 1.5)
