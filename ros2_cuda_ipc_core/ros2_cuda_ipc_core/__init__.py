@@ -58,6 +58,7 @@ from .typed import (
     strided_source,
     twin_topic,
 )
+from .views import beyond_array_limits
 
 __all__ = [
     "CROSS_DEVICE_MODES",
@@ -112,6 +113,7 @@ __all__ = [
     "TypedSubscription",
     "TypedView",
     "UploadBridge",
+    "beyond_array_limits",
     "check_frame_bytes",
     "check_reuse_delay",
     "copy_rows",
