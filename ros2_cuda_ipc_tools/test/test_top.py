@@ -5,6 +5,7 @@ The fuzz of its input is test_fuzz_top.py; a real pipeline under top is in
 ros2_cuda_ipc_examples/test/test_top_pipeline.py."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from peers import line_with
 
 from ros2_cuda_ipc_tools.top import Board, printable, render_json, render_table
+from ros2_cuda_ipc_tools.top.render import CLEAR
 
 TOP = [sys.executable, "-m", "ros2_cuda_ipc_tools.top"]
 PEER = str(Path(__file__).with_name("top_peer.py"))
@@ -184,3 +186,33 @@ def test_once_waits_for_a_reporter_it_found_but_has_not_heard_yet(peers):
     late = peers("late", "5.5")
     rows = rows_of(LATE_TOPIC, strict_json(top_once("--json").stdout))
     assert [[(reader["node"], reader["pid"]) for reader in row["readers"]] for row in rows] == [[(LATE_NODE, late.pid)]]
+
+
+@pytest.mark.timeout(120)
+def test_hostile_statuses_from_a_real_publisher_kill_no_view(peers):
+    """Issue 28: one message of inf / 1e400 / nan, pools="aa:inf" and an escape-laden topic ended every view."""
+    from top_peer import HOSTILE_TOPIC
+
+    peers("hostile")
+    deadline, rows = time.monotonic() + 60, []
+    while not rows and time.monotonic() < deadline:
+        rows = rows_of(HOSTILE_TOPIC, strict_json(top_once("--json").stdout))
+    assert [(row["pid"], row["nonfinite"]["pid"], row["readers"][0]["nonfinite"]["leases"]) for row in rows] == [
+        (None, "inf", "inf")]
+    table = top_once().stdout
+    assert "\x1b" not in table and "/cam\\x1b[2J\\x1b[31mPWNED\\x1b[0m\\n/fake  row" in table
+    assert all(char.isprintable() for line in table.splitlines() for char in line)
+
+    import pty
+
+    screen, terminal = pty.openpty()  # the live view draws (clearing the screen) only on a terminal
+    live = subprocess.Popen([*TOP], stdout=terminal, stderr=subprocess.PIPE, text=True)
+    os.close(terminal)
+    drawn, shown = b"", b"/cam\\x1b[2J\\x1b[31mPWNED"
+    while shown not in drawn and live.poll() is None and time.monotonic() < deadline + 30:
+        drawn += os.read(screen, 65536)  # redraws until one shows the hostile row (escaped)
+    live.send_signal(signal.SIGINT)
+    _, err = live.communicate(timeout=30)
+    os.close(screen)
+    assert live.returncode == 0 and "Traceback" not in err, err
+    assert shown in drawn and b"\x1b" not in drawn.replace(CLEAR.encode(), b"")  # its own clears, nothing else
