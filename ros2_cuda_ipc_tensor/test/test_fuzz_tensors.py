@@ -111,4 +111,5 @@ def test_fuzzed_publisher_shapes_give_a_layout_or_an_error_that_names_the_field(
 
 
 def test_the_fuzz_reached_every_outcome():
+    print(f"\ntensor shape fuzz: {dict(OUTCOMES)}")  # pytest -s shows it
     assert all(OUTCOMES[name] > 0 for name in ("read", "refused", "created", "create refused")), OUTCOMES
