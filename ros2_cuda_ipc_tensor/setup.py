@@ -12,7 +12,7 @@ setup(
         (f"share/{PACKAGE}", ["package.xml"]),
     ],
     install_requires=["setuptools"],
-    extras_require={"test": ["pytest"], "torch": ["torch"]},
+    extras_require={"test": ["pytest", "hypothesis"], "torch": ["torch"]},
     zip_safe=False,
     maintainer="ros2_cuda_ipc maintainers",
     maintainer_email="maintainers@ros2-cuda-ipc.dev",

@@ -10,13 +10,8 @@ turns the descriptor back into a leased, read-only view of the very same memory.
 from .cross_device import CROSS_DEVICE_MODES, CrossDevice
 from .cuda_array import CudaArray
 from .cuda_driver import device_count as cuda_device_count
-from .diagnostics import (
-    DIAGNOSTICS_TOPIC,
-    STATUS_PREFIX,
-    DiagnosticsReporter,
-    PoolDiagnostics,
-    ReaderDiagnostics,
-)
+from .diagnostics import DIAGNOSTICS_TOPIC, DiagnosticsReporter, PoolDiagnostics, ReaderDiagnostics
+from .diagnostics_format import REPORT_PERIOD_S, STATUS_PREFIX, ReportedCount, ReportedStatus, read_status
 from .dlpack_dtype import DLPackDType
 from .download import BackgroundDownload
 from .errors import (
@@ -66,6 +61,7 @@ from .typed import (
     strided_source,
     twin_topic,
 )
+from .views import beyond_array_limits
 
 __all__ = [
     "CROSS_DEVICE_MODES",
@@ -73,6 +69,7 @@ __all__ = [
     "DEFAULT_REUSE_DELAY",
     "DIAGNOSTICS_TOPIC",
     "EXECUTORS",
+    "REPORT_PERIOD_S",
     "STARTUP_ERRORS",
     "STATUS_PREFIX",
     "ArrayProtocols",
@@ -105,6 +102,8 @@ __all__ = [
     "ReadHandle",
     "Reader",
     "ReaderDiagnostics",
+    "ReportedCount",
+    "ReportedStatus",
     "Ros2CudaIpcError",
     "Route",
     "StaleDescriptorError",
@@ -120,6 +119,7 @@ __all__ = [
     "TypedSubscription",
     "TypedView",
     "UploadBridge",
+    "beyond_array_limits",
     "check_frame_bytes",
     "check_reuse_delay",
     "copy_rows",
@@ -134,6 +134,7 @@ __all__ = [
     "node_help",
     "parameter_table",
     "plain_text",
+    "read_status",
     "refuse_unusable_memory",
     "run_node",
     "run_nodes",

@@ -7,7 +7,7 @@ reader) registered on that node.  A node turns it off with its ``diagnostics`` p
 (``-p diagnostics:=false``), a publisher or reader with its ``diagnostics=False`` keyword.
 
 Every status's ``values`` are plain key/value strings; ``kind`` is ``pool`` or ``reader``, and the keys
-each has are in :data:`POOL_KEYS` and :data:`READER_KEYS` (what ``top`` reads).
+each has are in :mod:`.diagnostics_format`, which also reads them back (what ``top`` does).
 """
 
 from __future__ import annotations
@@ -20,19 +20,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DIAGNOSTICS_PARAMETER", "DIAGNOSTICS_TOPIC", "POOL_KEYS", "READER_KEYS", "STATUS_PREFIX",
-           "DiagnosticsReporter", "PoolDiagnostics", "ReaderDiagnostics", "diagnostics_enabled"]
+from .diagnostics_format import NO_VALUE, REPORT_PERIOD_S, STATUS_PREFIX, format_leases
+
+__all__ = ["DIAGNOSTICS_PARAMETER", "DIAGNOSTICS_TOPIC", "DiagnosticsReporter", "PoolDiagnostics", "ReaderDiagnostics",
+           "diagnostics_enabled"]
 
 DIAGNOSTICS_TOPIC = "/diagnostics"
 DIAGNOSTICS_PARAMETER = "diagnostics"
-#: Every status this project publishes is named ``"ros2_cuda_ipc <kind>: <topic or node>"``.
-STATUS_PREFIX = "ros2_cuda_ipc "
-POOL_KEYS = ("kind", "topic", "node", "pid", "pool_id", "memory", "device", "block_count", "block_size",
-             "blocks_in_use", "blocks_held_by_readers", "blocks_free", "published", "rate_hz", "acquire_misses",
-             "fd_handouts", "refused_peers")
-READER_KEYS = ("kind", "topic", "node", "pid", "reads", "rate_hz", "stale_drops", "invalid_descriptors",
-               "unavailable", "fallback_frames", "leases_held", "latency_p50_ms", "latency_p99_ms", "pools")
-PERIOD_S = 1.0
 
 #: A source: (level 0 OK / 1 WARN / 2 ERROR, message, values) for the status named when it was added.
 Source = Callable[[float], "tuple[int, str, dict[str, Any]]"]
@@ -70,7 +64,7 @@ class DiagnosticsReporter:
         self._sources: dict[int, tuple[str, str, Source]] = {}
         self._next_key = 0
         self._publisher: Any = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
-        self._timer: Any = node.create_timer(PERIOD_S, self.publish)
+        self._timer: Any = node.create_timer(REPORT_PERIOD_S, self.publish)
         self._closed = False
 
     @property
@@ -89,7 +83,7 @@ class DiagnosticsReporter:
         if not self._sources:
             self.close()
 
-    def statuses(self, period: float = PERIOD_S) -> list[Any]:
+    def statuses(self, period: float = REPORT_PERIOD_S) -> list[Any]:
         """A ``DiagnosticStatus`` per source, now."""
         from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
@@ -199,11 +193,11 @@ class ReaderDiagnostics(_Reported):
     def status(self, period: float) -> tuple[int, str, dict[str, Any]]:
         stats = self._reader.stats()
         window, self._latencies = self._latencies, []
-        p50, p99 = (f"{value:.2f}" for value in np.percentile(window, [50, 99])) if window else ("-", "-")
+        p50, p99 = (f"{value:.2f}" for value in np.percentile(window, [50, 99])) if window else (NO_VALUE, NO_VALUE)
         rate = (stats["reads"] - self._last["reads"]) / period
         stale = stats["stale_drops"] - self._last["stale_drops"]
         self._last = {"reads": stats["reads"], "stale_drops": stats["stale_drops"]}
-        pools = ",".join(f"{pool_id}:{held}" for pool_id, held in self._reader.leases_by_pool().items())
+        pools = format_leases(self._reader.leases_by_pool())
         values = {**self._identity, "reads": stats["reads"], "rate_hz": f"{rate:.1f}", "stale_drops": stats["stale_drops"],
                   "invalid_descriptors": stats["invalid_descriptors"], "unavailable": stats["unavailable"],
                   # frames a typed subscription got through a CPU twin instead of the pool (0 where there is none)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import mmap
 import operator
 from collections.abc import Sequence
@@ -11,6 +12,37 @@ from typing import Any
 import numpy as np
 
 from .errors import InvalidDescriptorError
+
+#: Sizes numpy and DLPack hold: extents, strides and byte counts are int64 (numpy's intp on every 64-bit machine).
+INT64_MAX = 2**63 - 1
+#: Most dimensions a numpy array may have (NPY_MAXDIMS).
+NUMPY_MAX_DIMS = 64
+
+
+def beyond_array_limits(shape: Sequence[int], strides: Sequence[int], itemsize: int, offset: int = 0) -> str | None:
+    """Why no array (numpy, DLPack) can have this layout, even an empty one, or None if one can.
+
+    ``strides`` in bytes.  numpy refuses (with a ValueError that names no field) more than 64 dimensions, an
+    extent or stride beyond int64, and more elements than int64 bytes, counting the extents that are not
+    zero; and no byte of a view may lie beyond int64, however large its block claims to be.
+    """
+    if len(shape) > NUMPY_MAX_DIMS:
+        return f"shape has {len(shape)} dimensions; an array has at most {NUMPY_MAX_DIMS}"
+    for index, extent in enumerate(shape):
+        if extent > INT64_MAX:
+            return f"shape[{index}] is {extent}: beyond int64"
+    count = math.prod(extent for extent in shape if extent)
+    if count * itemsize > INT64_MAX:
+        return (f"shape {tuple(shape)} is {count} elements of {itemsize} bytes (zero extents aside): beyond int64 "
+                "bytes, which no array holds, even an empty one")
+    for index, stride in enumerate(strides):
+        if abs(stride) > INT64_MAX:
+            return f"strides[{index}] is {stride} bytes: beyond int64"
+    reach = offset + sum(max(0, extent - 1) * abs(stride) for extent, stride in zip(shape, strides, strict=True))
+    if reach + itemsize > INT64_MAX:
+        return (f"shape {tuple(shape)} with strides {tuple(strides)} (bytes) at offset {offset} reaches byte "
+                f"{reach + itemsize}: beyond int64")
+    return None
 
 
 def contiguous_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
@@ -55,6 +87,9 @@ def _check_layout(shape: Sequence[int], strides: Sequence[int] | None, itemsize:
         raise InvalidDescriptorError(f"shape {shape} has a negative extent")
     if offset < 0:
         raise InvalidDescriptorError(f"offset {offset} is negative")
+    problem = beyond_array_limits(shape, strides, itemsize, offset)
+    if problem is not None:  # numpy's own refusal would be a ValueError naming nothing
+        raise InvalidDescriptorError(problem)
     if 0 in shape:
         return shape, strides
     low = offset + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides, strict=True))

@@ -2,7 +2,8 @@
 
 A tensor is the typed layer's strided layout with a DLPack element type and optional dimension names, and
 no further meaning.  Every rule is checked with Python integers before any lease is taken, each failure an
-``InvalidDescriptorError`` naming the message field.
+``InvalidDescriptorError`` naming the message field; an empty tensor, whose bytes are none, still has to be
+one an array can be (extents, strides and element count within int64: core's ``beyond_array_limits``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
-from ros2_cuda_ipc_core import DLPackDType, InvalidDescriptorError, StridedLayout
+from ros2_cuda_ipc_core import DLPackDType, InvalidDescriptorError, StridedLayout, beyond_array_limits
 from ros2_cuda_ipc_msgs.msg import GpuTensor
 
 #: Most dimensions a tensor may have (DLPack has no limit; a descriptor with thousands would cost every reader).
@@ -72,15 +73,20 @@ class TensorLayout(StridedLayout):
             if stride < 0:
                 raise InvalidDescriptorError(f"GpuTensor strides[{index}] is {stride}: negative strides are not "
                                              "carried (publish a flipped tensor as a copy)")
+        if byte_offset < 0:
+            raise InvalidDescriptorError(f"GpuTensor byte_offset {byte_offset} is negative")
         if byte_offset % item:
             raise InvalidDescriptorError(f"GpuTensor byte_offset {byte_offset} is not a multiple of the {item}-byte "
                                          f"{element} element")
         if dim_names and len(dim_names) != rank:
             raise InvalidDescriptorError(f"GpuTensor dim_names has {len(dim_names)} names for {rank} dimensions "
                                          "(give none, or one per dimension)")
+        byte_strides = tuple(s * item for s in strides)
+        problem = beyond_array_limits(shape, byte_strides, item, byte_offset)
+        if problem is not None:  # an empty tensor too: numpy refuses it when the view is made, naming nothing
+            raise InvalidDescriptorError(f"GpuTensor {problem}")
         numpyless = element if element.numpy is None else None
-        return cls(shape, tuple(s * item for s in strides), element.storage, offset=byte_offset, element=numpyless,
-                   dim_names=dim_names)
+        return cls(shape, byte_strides, element.storage, offset=byte_offset, element=numpyless, dim_names=dim_names)
 
     @property
     def dlpack_dtype(self) -> DLPackDType:

@@ -27,7 +27,7 @@ from std_msgs.msg import (
     UInt64MultiArray,
 )
 
-from ros2_cuda_ipc_core import InvalidDescriptorError
+from ros2_cuda_ipc_core import InvalidDescriptorError, StridedLayout, beyond_array_limits
 from ros2_cuda_ipc_msgs.msg import GpuTensor
 
 from .layout import MAX_RANK
@@ -86,6 +86,9 @@ def publish_multiarray_msg(publisher: TensorPublisher, msg: Any, header: Any = N
     if len(dims) > MAX_RANK:
         raise InvalidDescriptorError(f"MultiArray layout.dim has {len(dims)} dimensions; at most {MAX_RANK}")
     shape = tuple(int(d.size) for d in dims)
+    problem = beyond_array_limits(shape, StridedLayout.contiguous(shape, dtype).strides, dtype.itemsize)
+    if problem is not None:  # sizes of an empty array too: numpy's refusal would name nothing
+        raise InvalidDescriptorError(f"MultiArray layout.dim sizes: {problem}")
     count: int = math.prod(shape)
     for index, (dim, stride) in enumerate(zip(dims, _dense_strides(shape), strict=True)):
         if int(dim.stride) != stride and count:

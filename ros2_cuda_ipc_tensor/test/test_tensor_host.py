@@ -60,6 +60,8 @@ def test_a_frame_publishes_a_smaller_batch_in_place(publisher, reader):
     ({"shape": (2, -3), "dtype": np.float32}, r"shape\[1\] is -3"),
     ({"shape": (0, 3), "dtype": np.float32}, "holds no element"),
     ({"shape": (1,) * 17, "dtype": np.float32}, "at most 16"),
+    ({"shape": (2**63, 1), "dtype": np.float32}, r"shape\[0\] is 9223372036854775808: beyond int64"),
+    ({"shape": (2, 3), "dtype": np.float32, "strides": (2**62, 1)}, r"strides\[0\] is 18446744073709551616 bytes"),
     ({"shape": (2, 3), "dtype": np.float32, "dim_names": ("N",)}, "dim_names has 1 names"),
 ])
 def test_publisher_arguments_are_checked(node, kwargs, needle):
@@ -88,38 +90,47 @@ def test_an_empty_tensor_travels(node, reader):
             assert view.shape == (0, 6) and np.asarray(view).size == 0
 
 
-def _invalid(msg, field, value):
+def _invalid(msg, changes):
     bad = copy.deepcopy(msg)
-    if field == "byte_size":
-        bad.core.byte_size = value
-    else:
-        setattr(bad, field, value)
+    for field, value in changes.items():
+        if field == "byte_size":
+            bad.core.byte_size = value
+        else:
+            setattr(bad, field, value)
     return bad
 
 
-@pytest.mark.parametrize("field,value,needle", [
-    ("dtype_code", 3, "dtype_code 3"),
-    ("dtype_code", 200, "dtype_code 200"),
-    ("dtype_bits", 12, "dtype_bits 12"),
-    ("dtype_lanes", 4, "dtype_lanes 4"),
-    ("shape", [1] * 17, "at most 16"),
-    ("shape", [2, -3, 8, 8], r"shape\[1\] is -3"),
-    ("strides", [192, 64, 8], "strides has 3 entries"),
-    ("strides", [192, 64, -8, 1], r"strides\[2\] is -8"),
-    ("strides", [192, 64, 1, 1], "overlap"),
-    ("strides", [2**62, 64, 8, 1], "core.byte_size"),
-    ("shape", [2**40, 3, 8, 8], "core.byte_size"),
-    ("byte_offset", 6, "byte_offset 6 is not a multiple"),
-    ("byte_offset", 2**63, "core.byte_size"),
-    ("byte_size", 100, "core.byte_size 100"),
-    ("dim_names", ["N", "C"], "dim_names has 2 names"),
-    ("strides", [1] * 1_000_000, "strides has 1000000 entries; at most 16"),  # refused before a million conversions
-    ("dim_names", ["N"] * 100_000, "dim_names has 100000 entries; at most 16"),
+@pytest.mark.parametrize("changes,needle", [
+    ({"dtype_code": 3}, "dtype_code 3"),
+    ({"dtype_code": 200}, "dtype_code 200"),
+    ({"dtype_bits": 12}, "dtype_bits 12"),
+    ({"dtype_lanes": 4}, "dtype_lanes 4"),
+    ({"shape": [1] * 17}, "at most 16"),
+    ({"shape": [2, -3, 8, 8]}, r"shape\[1\] is -3"),
+    ({"strides": [192, 64, 8]}, "strides has 3 entries"),
+    ({"strides": [192, 64, -8, 1]}, r"strides\[2\] is -8"),
+    ({"strides": [192, 64, 1, 1]}, "overlap"),
+    ({"strides": [2**62, 64, 8, 1]}, r"strides\[0\] is 18446744073709551616 bytes: beyond int64"),
+    ({"strides": [2**40, 64, 8, 1]}, "core.byte_size"),
+    ({"shape": [2**40, 3, 8, 8]}, "core.byte_size"),
+    ({"byte_offset": 6}, "byte_offset 6 is not a multiple"),
+    ({"byte_offset": 2**63}, "GpuTensor shape .* at offset 9223372036854775808 reaches byte .*: beyond int64"),
+    ({"byte_offset": 2**40}, "core.byte_size"),
+    ({"byte_size": 100}, "core.byte_size 100"),
+    ({"dim_names": ["N", "C"]}, "dim_names has 2 names"),
+    ({"strides": [1] * 1_000_000}, "strides has 1000000 entries; at most 16"),  # refused before a million conversions
+    ({"dim_names": ["N"] * 100_000}, "dim_names has 100000 entries; at most 16"),
+    # An empty tensor touches no byte, but numpy still refuses one that no array can be (and named no field).
+    ({"shape": [0, 2**63 - 1], "strides": [], "dim_names": []},
+     r"GpuTensor shape \(0, 9223372036854775807\) is .* beyond int64 bytes"),
+    ({"shape": [0, 2**31, 2**31, 2]}, r"GpuTensor shape \(0, .* beyond int64 bytes"),
+    ({"shape": [0, 3, 8, 8], "strides": [2**62, 64, 8, 1]}, r"GpuTensor strides\[0\] is 18446744073709551616 bytes"),
+    ({"shape": [0, 2**40, 8, 8], "strides": [192, 2**30, 8, 1]}, r"GpuTensor shape .* with strides .* beyond int64"),
 ])
-def test_invalid_metadata_is_refused_before_any_lease(publisher, reader, field, value, needle):
+def test_invalid_metadata_is_refused_before_any_lease(publisher, reader, changes, needle):
     msg, _ = published(publisher)
     with pytest.raises(InvalidDescriptorError, match=needle):
-        reader.read(_invalid(msg, field, value))
+        reader.read(_invalid(msg, changes))
     assert reader.stats()["leases_held"] == 0 and reader.stats()["reads"] == 0
     assert reader.stats()["invalid_descriptors"] == 1
     with reader.read(msg) as view:  # the reader is none the worse
@@ -169,6 +180,9 @@ def test_multiarray_in_is_checked(publisher):
     msg.layout.dim[1].stride = 65
     with pytest.raises(InvalidDescriptorError, match=r"dim\[1\].stride is 65"):
         publish_multiarray_msg(publisher, msg)
+    msg.layout.dim = [MultiArrayDimension(label="", size=size, stride=0) for size in (0, 2**32 - 1, 2**32 - 1, 2**32 - 1)]
+    with pytest.raises(InvalidDescriptorError, match=r"MultiArray layout.dim sizes: shape \(0, 4294967295, .* beyond int64"):
+        publish_multiarray_msg(publisher, msg)  # empty, but no array can be of that shape
 
 
 def test_multiarray_uint8_into_a_bool_tensor_is_0_or_1(node, reader):

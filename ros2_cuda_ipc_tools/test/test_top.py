@@ -1,14 +1,26 @@
-"""cuda_ipc_top's board: statuses from /diagnostics joined per topic; others' statuses ignored; gone nodes dropped.
+"""cuda_ipc_top's board: statuses from /diagnostics joined per pool; others' statuses ignored; gone nodes dropped;
+numbers that are not finite and hostile strings shown as such, never raw; --once against real reporting processes.
 
-A real pipeline under top is in ros2_cuda_ipc_examples/test/test_top_pipeline.py."""
+The fuzz of its input is test_fuzz_top.py; a real pipeline under top is in
+ros2_cuda_ipc_examples/test/test_top_pipeline.py."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
+import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from peers import line_with
 
-from ros2_cuda_ipc_tools.top import Board, render_table
+from ros2_cuda_ipc_tools.top import Board, printable, render_json, render_table
+from ros2_cuda_ipc_tools.top.render import CLEAR
+
+TOP = [sys.executable, "-m", "ros2_cuda_ipc_tools.top"]
+PEER = str(Path(__file__).with_name("top_peer.py"))
 
 
 def status(name: str, **values: object) -> DiagnosticStatus:
@@ -63,3 +75,144 @@ def test_bad_arguments_are_refused_with_2():
         out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_tools.top", *args], capture_output=True, text=True,
                              timeout=60)
         assert out.returncode == 2 and "Traceback" not in out.stderr, (args, out.stderr)
+
+
+def strict_json(text: str):
+    def refuse(name: str) -> None:
+        raise ValueError(f"not strict JSON: {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_numbers_that_are_not_finite_are_shown_as_such_and_null_in_json():
+    pool = status("ros2_cuda_ipc pool: /cam/image", kind="pool", topic="/cam/image", node="/cam/camera", pid="inf",
+                  pool_id="aa", memory="host", rate_hz="nan", blocks_in_use="1e400", blocks_held_by_readers="-1e400",
+                  blocks_free="9" * 5000, acquire_misses="2.5")
+    reader = status("ros2_cuda_ipc reader: /cam/enc /cam/image", kind="reader", topic="/cam/image", node="/cam/enc",
+                    pid=200, rate_hz="inf", stale_drops="nan", latency_p50_ms="inf", latency_p99_ms="1e400", pools="aa:inf")
+    board = Board()
+    board.add(DiagnosticArray(status=[pool, reader]), now=0.0)
+    rows = board.rows(now=0.0)
+    line = render_table(rows).splitlines()[1].split()
+    # topic, publisher (pid), memory, rate, in use, held, free, stale, fallback, readers, p50
+    assert line == ["/cam/image", "/cam/camera", "(inf)", "host", "nan", "inf", "-inf", "inf", "nan", "0", "200:inf", "inf"]
+    row = strict_json(render_json(rows, 1.0))["topics"][0]
+    assert row["pid"] is None and row["rate_hz"] is None and row["acquire_misses"] == 2.5
+    assert row["nonfinite"] == {"pid": "inf", "rate_hz": "nan", "blocks_in_use": "inf", "blocks_held_by_readers": "-inf",
+                                "blocks_free": "inf", "stale_drops": "nan", "latency_p50_ms": "inf"}
+    assert row["readers"][0]["pid"] == 200 and row["readers"][0]["nonfinite"] == {
+        "leases": "inf", "rate_hz": "inf", "stale_drops": "nan", "latency_p50_ms": "inf", "latency_p99_ms": "inf"}
+
+
+def test_hostile_strings_are_escaped_and_forge_no_row():
+    forged = "/cam\x1b[2J\x1b[31mPWNED\x1b[0m\n/fake  row"
+    pool = status("ros2_cuda_ipc pool: x", kind="pool", topic=forged, node="/n\x9b2J\u202e", pid=1, pool_id="aa",
+                  memory="host\r", device="0\x07")
+    board = Board()
+    board.add(DiagnosticArray(status=[pool]), now=0.0)
+    table = render_table(board.rows(now=0.0))
+    assert table.count("\n") == 1 and all(char.isprintable() for char in table.replace("\n", ""))
+    assert "/cam\\x1b[2J\\x1b[31mPWNED\\x1b[0m\\n/fake  row" in table
+    assert "/n\\x9b2J\\u202e (1)" in table and "host\\r:0\\x07" in table and printable("\t") == "\\t"
+    assert strict_json(render_json(board.rows(now=0.0), 1.0))["topics"][0]["topic"] == forged  # JSON: the very string
+    assert printable("a\\b") == "a\\\\b" and printable("x" * 500) == "x" * 120 + "..."
+
+
+def test_two_pools_of_one_topic_each_keep_their_readers_in_one_order():
+    second = status("ros2_cuda_ipc pool: /cam/image again", kind="pool", topic="/cam/image", node="/cam/camera2",
+                    pid=101, pool_id="bb")
+    both = status("ros2_cuda_ipc reader: /cam/all /cam/image", kind="reader", topic="/cam/image", node="/cam/all",
+                  pid=201, pools="bb:1,aa:0")
+    board = Board()
+    board.add(DiagnosticArray(status=[second, both, READER, POOL]), now=0.0)
+    rows = board.rows(now=0.0)
+    assert [(row.publisher, [reader.node for reader in row.readers]) for row in rows] == [
+        ("/cam/camera", ["/cam/all", "/cam/enc"]), ("/cam/camera2", ["/cam/all"])]
+    assert [(reader.node, reader.leases) for reader in rows[0].readers] == [("/cam/all", 0), ("/cam/enc", 2)]
+
+
+@pytest.fixture
+def peers():
+    started: list[subprocess.Popen] = []
+
+    def start(*args: str) -> subprocess.Popen:
+        peer = subprocess.Popen([sys.executable, PEER, *args], stdout=subprocess.PIPE, text=True)
+        started.append(peer)
+        line_with(peer.stdout, "ready")
+        return peer
+
+    yield start
+    for peer in started:
+        peer.send_signal(signal.SIGTERM)
+    for peer in started:
+        peer.communicate(timeout=30)
+
+
+def top_once(*args: str) -> subprocess.CompletedProcess:
+    out = subprocess.run([*TOP, "--once", *args], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    return out
+
+
+def rows_of(topic: str, snapshot: dict) -> list:
+    """The snapshot's rows of ``topic`` (a DDS domain is random per run, and another run may share it)."""
+    return [row for row in snapshot["topics"] if row["topic"] == topic]
+
+
+@pytest.mark.timeout(120)
+def test_once_shows_a_real_publisher_and_its_reader_in_text_and_json(peers):
+    camera = peers("camera", "/top_smoke/image")
+    reader = peers("reader", "/top_smoke/image")
+    deadline, rows = time.monotonic() + 60, []
+    while time.monotonic() < deadline:  # until both have been heard (DDS may take its time to find them)
+        rows = rows_of("/top_smoke/image", strict_json(top_once("--json").stdout))
+        if len(rows) == 1 and rows[0]["publisher"] != "?" and rows[0]["readers"]:
+            break
+    assert [(row["publisher"], row["pid"], row["memory"]) for row in rows] == [("/top_test_camera", camera.pid, "host")]
+    assert [(entry["node"], entry["pid"]) for entry in rows[0]["readers"]] == [("/top_test_reader", reader.pid)]
+    header, *lines = top_once().stdout.splitlines()
+    assert header.startswith("topic  ") and header.split()[-2:] == ["p50", "ms"]
+    assert [line for line in lines if line.startswith("/top_smoke/image ")] == [
+        line for line in lines if f"/top_test_camera ({camera.pid})" in line and f" {reader.pid}:" in line], lines
+
+
+@pytest.mark.timeout(120)
+def test_once_waits_for_a_reporter_it_found_but_has_not_heard_yet(peers):
+    """The issue's 2 readers of 3: --once printed before a reporter's first report had come. This reporter's first
+    comes 5.5 s after top is started: after top's 3.5 s --wait unless top took 2 s to start, and well within the 3 s
+    top waits on for a publisher it found (by 3 s: DDS announces a participant every 3 s) but has not heard."""
+    from top_peer import LATE_NODE, LATE_TOPIC
+
+    late = peers("late", "5.5")
+    rows = rows_of(LATE_TOPIC, strict_json(top_once("--json").stdout))
+    assert [[(reader["node"], reader["pid"]) for reader in row["readers"]] for row in rows] == [[(LATE_NODE, late.pid)]]
+
+
+@pytest.mark.timeout(120)
+def test_hostile_statuses_from_a_real_publisher_kill_no_view(peers):
+    """Issue 28: one message of inf / 1e400 / nan, pools="aa:inf" and an escape-laden topic ended every view."""
+    from top_peer import HOSTILE_TOPIC
+
+    peers("hostile")
+    deadline, rows = time.monotonic() + 60, []
+    while not rows and time.monotonic() < deadline:
+        rows = rows_of(HOSTILE_TOPIC, strict_json(top_once("--json").stdout))
+    assert [(row["pid"], row["nonfinite"]["pid"], row["readers"][0]["nonfinite"]["leases"]) for row in rows] == [
+        (None, "inf", "inf")]
+    table = top_once().stdout
+    assert "\x1b" not in table and "/cam\\x1b[2J\\x1b[31mPWNED\\x1b[0m\\n/fake  row" in table
+    assert all(char.isprintable() for line in table.splitlines() for char in line)
+
+    import pty
+
+    screen, terminal = pty.openpty()  # the live view draws (clearing the screen) only on a terminal
+    live = subprocess.Popen([*TOP], stdout=terminal, stderr=subprocess.PIPE, text=True)
+    os.close(terminal)
+    drawn, shown = b"", b"/cam\\x1b[2J\\x1b[31mPWNED"
+    while shown not in drawn and live.poll() is None and time.monotonic() < deadline + 30:
+        drawn += os.read(screen, 65536)  # redraws until one shows the hostile row (escaped)
+    live.send_signal(signal.SIGINT)
+    _, err = live.communicate(timeout=30)
+    os.close(screen)
+    assert live.returncode == 0 and "Traceback" not in err, err
+    assert shown in drawn and b"\x1b" not in drawn.replace(CLEAR.encode(), b"")  # its own clears, nothing else

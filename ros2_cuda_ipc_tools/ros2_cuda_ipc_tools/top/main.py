@@ -4,27 +4,37 @@
     cuda_ipc_top --once --json        # one snapshot as JSON, for scripts
 
 Fed from diagnostic_msgs/DiagnosticArray on /diagnostics, which every pool and typed reader
-publishes once a second (unless its node's diagnostics parameter is false).  Per topic: the
-publisher (node and pid), memory and device, publish rate, blocks in use by the publisher / held by
-readers / free, stale frames dropped by its readers, frames they got through a CPU twin instead
-(fallback), each reader (pid:leases held) and the slowest
-reader's median latency from the stamp.  Named so it never shadows the system's top.
+publishes once a second (unless its node's diagnostics parameter is false).  Per pool of a topic:
+the publisher (node and pid), memory and device, publish rate, blocks in use by the publisher / held
+by readers / free, stale frames dropped by its readers, frames they got through a CPU twin instead
+(fallback), each reader (pid:leases held) and the slowest reader's median latency from the stamp.
+--once listens --wait seconds, then on (at most 3 s) until every /diagnostics publisher found has
+been heard.  Anyone may publish on /diagnostics: names are shown escaped, numbers that are not
+finite as inf or nan, and --json is strict JSON (such a number is null, named in "nonfinite").
+Named so it never shadows the system's top.
 """
 
 from __future__ import annotations
 
-import json
+import io
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
-from ros2_cuda_ipc_core import DIAGNOSTICS_TOPIC, run_tool, tool_parser
+from ros2_cuda_ipc_core import DIAGNOSTICS_TOPIC, REPORT_PERIOD_S, run_tool, tool_parser
 
-from .board import Board, render_table
+from .board import Board
+from .hearing import Hearing
+from .render import render_screen
 
 __all__ = ["main"]
 
-CLEAR = "\x1b[H\x1b[2J"
+#: With --once, seconds to listen first: a new participant (top) finds another either at once or at the other's
+#: next announcement, which Fast DDS makes every 3 s (measured here: 0.02 s or 1.6 to 2.7 s, about half each).
+DEFAULT_WAIT_S = 3.5
+#: With --once, how much longer than --wait to listen for a publisher found but not heard from yet: three reports.
+MORE_WAIT_S = 3 * REPORT_PERIOD_S
 
 
 def _positive(text: str) -> float:
@@ -41,16 +51,19 @@ def _parser() -> Any:
     parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
     parser.add_argument("--json", action="store_true", help="print JSON (one object per snapshot) instead of the table")
     parser.add_argument("--period", type=_positive, default=1.0, help="seconds between two snapshots (default: 1)")
-    parser.add_argument("--wait", type=_positive, default=2.5,
-                        help="with --once: seconds to listen first, longer than a diagnostics period (default: 2.5)")
+    parser.add_argument("--wait", type=_positive, default=DEFAULT_WAIT_S,
+                        help="with --once: seconds to listen first, in which DDS finds every participant; then up to "
+                             f"{MORE_WAIT_S:g} s more until every /diagnostics publisher found has been heard "
+                             "(default: %(default)s)")
     return parser
 
 
-def _snapshot(board: Board, as_json: bool) -> str:
-    rows = board.rows()
-    if as_json:
-        return json.dumps({"time": time.time(), "topics": [row.as_json() for row in rows]})
-    return render_table(rows)
+def _spin_until(node: Any, deadline: float, done: Callable[[], bool] = lambda: False) -> None:
+    """Take what arrives until ``deadline`` (monotonic) or until ``done()``."""
+    import rclpy
+
+    while not done() and (left := deadline - time.monotonic()) > 0:
+        rclpy.spin_once(node, timeout_sec=min(0.1, left))
 
 
 def watch(once: bool, as_json: bool, period: float, wait: float, ros_args: list[str]) -> int:
@@ -58,21 +71,27 @@ def watch(once: bool, as_json: bool, period: float, wait: float, ros_args: list[
     from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.signals import SignalHandlerOptions
 
+    if isinstance(sys.stdout, io.TextIOWrapper):  # a terminal that cannot show a character gets its escape
+        sys.stdout.reconfigure(errors="backslashreplace")
     rclpy.init(args=[sys.argv[0], *ros_args], signal_handler_options=SignalHandlerOptions.NO)  # run_tool's handlers
     node = rclpy.create_node("cuda_ipc_top")
     board = Board(stale_after=max(3.0, 3 * period))
-    node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, board.add, 50)
+    hearing = Hearing(board.add) if Hearing.supported() else None
+    node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, hearing or board.add, 50)
     live = sys.stdout.isatty() and not as_json
     try:
-        next_at = time.monotonic() + (wait if once else min(period, 1.5))
+        started = time.monotonic()
+        if once:
+            _spin_until(node, started + wait)
+            # Without message info (Humble's rclpy) there is no knowing who was heard: the whole bound.
+            _spin_until(node, started + wait + MORE_WAIT_S,
+                        lambda: hearing is not None and hearing.heard_every_publisher(node))
+            print(render_screen(board.rows(), as_json=as_json, live=False, now=time.time()), flush=True)
+            return 0
+        next_at = started + min(period, 1.5)
         while True:
-            rclpy.spin_once(node, timeout_sec=max(0.0, min(0.1, next_at - time.monotonic())))
-            if time.monotonic() < next_at:
-                continue
-            text = _snapshot(board, as_json)
-            print(f"{CLEAR}{text}" if live else text, flush=True)
-            if once:
-                return 0
+            _spin_until(node, next_at)
+            print(render_screen(board.rows(), as_json=as_json, live=live, now=time.time()), flush=True)
             next_at += period
     finally:
         node.destroy_node()
