@@ -4,7 +4,9 @@ A download into pageable memory makes the driver stage it and return only when i
 page-locked (pinned) memory it is a true asynchronous DMA on the side stream.  A recording that encodes
 CUDA frames on the GPU (JPEG through nvJPEG) copies them into device buffers instead, so no raw frame
 crosses to the host.  The ring is the recorder's queue bound too: a frame that finds no free buffer is
-dropped and counted, never waited for.  A buffer too small for a frame is made again at its size.
+dropped and counted, never waited for.  A buffer too small for a frame is made again at its size.  A frame
+written from its own block (a dense host frame) takes a slot of the ring and no memory (``take(0)``): the
+ring bounds the leases the recorder holds too.
 """
 
 from __future__ import annotations
@@ -87,6 +89,8 @@ class FrameRing:
             if not self._free:
                 return None
             buffer = self._free.pop()
+        if size == 0:  # a slot, no memory: whatever the slot holds comes back with it
+            return buffer if buffer is not None else RingBuffer(0, "host")
         if buffer is None or buffer.size < size or (buffer.kind, buffer.device) != (self.kind, self.device):
             if buffer is not None:
                 buffer.close()
