@@ -17,8 +17,17 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CdrFrame", "CdrStamp", "CdrField", "ParsedCloud", "ParsedImage", "cloud_cdr", "image_cdr", "parse_cloud",
-           "parse_image"]
+__all__ = [
+    "CdrField",
+    "CdrFrame",
+    "CdrStamp",
+    "ParsedCloud",
+    "ParsedImage",
+    "cloud_cdr",
+    "image_cdr",
+    "parse_cloud",
+    "parse_image",
+]
 
 #: CDR, little endian, as every ROS 2 publisher on this machine sends it.
 _LITTLE_ENDIAN = b"\x00\x01\x00\x00"

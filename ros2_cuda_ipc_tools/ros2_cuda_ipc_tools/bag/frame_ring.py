@@ -72,10 +72,12 @@ class FrameRing:
     another kind is made again when it is next taken);
     :meth:`take` one of at least ``size`` bytes (None when all are out), :meth:`give` it back."""
 
-    def __init__(self, count: int, kind: RingKind = "host", device: int = 0) -> None:
+    def __init__(self, count: int, kind: RingKind = "host", device: int = 0, in_place_limit: int = 2) -> None:
         if count < 1:
             raise ValueError(f"a ring of {count} buffers")
         self.count, self.kind, self.device = count, kind, device
+        self.in_place_limit = in_place_limit
+        self._in_place = 0
         self.stream: Any = None  #: the cuda.core stream device buffers are allocated on
         self._free: list[RingBuffer | None] = [None] * count  # made on first use, at the first frame's size
         self._lock = threading.Lock()
@@ -101,6 +103,18 @@ class FrameRing:
                     self._free.append(None)  # the slot stays, to be made again
                 raise
         return buffer
+
+    def take_in_place(self) -> bool:
+        """A frame may be written from its leased block (False: copy it into a buffer instead)."""
+        with self._lock:
+            if self._in_place >= self.in_place_limit:
+                return False
+            self._in_place += 1
+            return True
+
+    def give_in_place(self) -> None:
+        with self._lock:
+            self._in_place -= 1
 
     def give(self, buffer: RingBuffer) -> None:
         with self._lock:

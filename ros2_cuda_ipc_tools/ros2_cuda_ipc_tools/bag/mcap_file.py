@@ -146,8 +146,8 @@ class McapFile:
                                 records_size)
         self._write([head, *records])
         chunk_length = self.bytes_written - chunk_start
-        offsets = []
-        indexes = []
+        offsets: list[bytes] = []
+        indexes: list[bytes] = []
         for channel, entries in chunk.index.items():
             offsets.append(struct.pack("<HQ", channel, self.bytes_written + sum(map(len, indexes))))
             body = struct.pack("<HI", channel, 16 * len(entries)) + b"".join(struct.pack("<QQ", *e) for e in entries)

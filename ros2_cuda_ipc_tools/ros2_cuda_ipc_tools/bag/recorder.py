@@ -156,22 +156,31 @@ class BagRecorder(Node):
             counts.add("failed")
             self.get_logger().warning(f"{topic}: frame not recorded: {exc}", throttle_duration_sec=5.0)
             return
-        frame = None
+        frame, buffer = None, None
         try:
             if view.memory == "cuda":  # buffers made from now on: page-locked, or on the GPU for a GPU encode
                 ring.kind, ring.device, ring.stream = recording.cuda_ring, view.handle.device_id, stream
+            # A dense host frame goes to the file from its block, under its lease, while the topic holds fewer
+            # than ring.in_place_limit such leases (SQLite3 takes one buffer a message: always copied).
+            in_place = view.memory == "host" and not self.sink.contiguous and ring.take_in_place()
             try:
-                frame = recording.prepare(view, self.sink.contiguous)
-                buffer = ring.take(0 if frame.source is not None else frame.ring_bytes)
-                if buffer is None:
-                    counts.add("dropped")
-                    frame.release()
-                    return
+                frame = recording.prepare(view, in_place)
+                if in_place and frame.source is None:  # not dense: copied after all
+                    in_place = False
+                    ring.give_in_place()
                 if frame.source is None:
+                    buffer = ring.take(frame.ring_bytes)
+                    if buffer is None:
+                        counts.add("dropped")
+                        return
                     recording.download(view, frame, buffer, handle)
             except (Ros2CudaIpcError, ValueError) as exc:
-                if frame is not None:
-                    frame.release()
+                if in_place:
+                    if frame is not None:
+                        frame.release()
+                    ring.give_in_place()
+                if buffer is not None:
+                    ring.give(buffer)
                 counts.add("failed")
                 self.get_logger().warning(f"{topic}: frame not recorded: {exc}", throttle_duration_sec=5.0)
                 return

@@ -75,11 +75,10 @@ class GpuRecording:
         self.types = types
         self.reader = reader
 
-    def prepare(self, view: Any, contiguous: bool) -> PendingFrame:
-        """The frame's CDR, and whether it is written in place (a dense host frame, where the storage takes
-        a message in parts: ``contiguous`` False)."""
+    def prepare(self, view: Any, in_place: bool) -> PendingFrame:
+        """The frame's CDR; written in place if ``in_place`` allows it and the frame is a dense host frame."""
         frame = self.encode(view)
-        if view.memory == "host" and not contiguous and self.dense(view):
+        if in_place and view.memory == "host" and self.dense(view):
             frame.source = view.handle.view((frame.carried,), np.uint8) if frame.carried else np.empty(0, np.uint8)
         return frame
 
@@ -170,7 +169,7 @@ class CompressedImageRecording(ImageRecording):
         if on_gpu:  # CUDA frames: copied on the GPU and encoded there (nvJPEG); only the JPEG reaches the host
             self.cuda_ring = "device"
 
-    def prepare(self, view: ImageView, contiguous: bool) -> PendingFrame:
+    def prepare(self, view: ImageView, in_place: bool) -> PendingFrame:
         if (view.layout.encoding or "") not in _JPEG_ORDERS:
             raise InvalidDescriptorError(f"a {view.layout.encoding or view.layout.dtype} image cannot be JPEG "
                                          f"encoded (one of {', '.join(_JPEG_ORDERS)})")

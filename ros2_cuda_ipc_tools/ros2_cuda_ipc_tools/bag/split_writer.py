@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -37,7 +37,8 @@ def _library() -> str:
 class _StorageFile(Protocol):
     """One file of the bag, open for writing."""
 
-    bytes_written: int
+    @property
+    def bytes_written(self) -> int: ...
 
     def add_topic(self, topic: BagTopic) -> None: ...
 
@@ -107,7 +108,7 @@ class _Sqlite3Storage:
         self._writer.abort()
 
 
-_OPENERS = {"mcap": _McapStorage, "sqlite3": _Sqlite3Storage}
+_OPENERS: dict[str, Callable[[Path], _StorageFile]] = {"mcap": _McapStorage, "sqlite3": _Sqlite3Storage}
 
 
 class SplitBagWriter:
@@ -169,10 +170,10 @@ class SplitBagWriter:
 
     def _open_file(self, timestamp: int) -> None:
         name = f"{self.path.name}_{len(self._files)}{self.suffix}"
-        self._file = _OPENERS[self.storage](self.path / name)
+        file = self._file = _OPENERS[self.storage](self.path / name)
         self._files.append(FileCounts(name))
         for topic in self._topics.values():
-            self._file.add_topic(topic)
+            file.add_topic(topic)
         self._file_start = timestamp
 
     def _close_file(self) -> None:

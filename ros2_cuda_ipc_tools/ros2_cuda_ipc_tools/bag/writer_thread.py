@@ -44,8 +44,9 @@ class QueuedMessage:
     done: Any = None  #: the cuda.core Event recorded after the copy (None: the copy was done when queued)
 
     def release(self) -> None:
-        if self.frame is not None:
-            self.frame.release()
+        if self.frame is not None and self.frame.source is not None and self.ring is not None:
+            self.frame.release()  # the block's lease goes with the view
+            self.ring.give_in_place()
         if self.buffer is not None and self.ring is not None:
             self.ring.give(self.buffer)
             self.buffer = None
