@@ -52,6 +52,10 @@ class BagSource:
                   for c in storage.connections]
         self.disagreements = _disagreements(self._reader.connections, stored) if storages is not None else []
         self.topics = _topics(stored)
+        for c in self._reader.connections if storages is not None else []:  # a file may leave the hash to metadata
+            known = self.topics.get(c.topic)
+            if known is not None and not known.digest and known.msgtype == c.msgtype and c.digest:
+                self.topics[c.topic] = BagTopicInfo(known.name, known.msgtype, str(c.digest), known.count)
         unknown = [t for t in topics if t not in self.topics]
         if unknown:
             self.close()
