@@ -155,7 +155,8 @@ def camera(memory: str, width: str, height: str, fps: str, seconds: str) -> None
 
 
 def _fill(address: int, size: int, index: int, stream: object) -> None:
-    """The frame's index into its first 8 bytes (the whole block the first time a CUDA block is seen)."""
+    """Host: the frame's index into its first 8 bytes.  CUDA: every byte of the block set to the index's low byte
+    (one memset on the GPU, enqueued on the stream the frame is published on)."""
     import ctypes
 
     if stream is None:
