@@ -7,6 +7,7 @@ generator seeded with ``i``, so every message of a bag is checked against what i
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from pathlib import Path
@@ -18,16 +19,18 @@ from bag_tools import TYPES, counts_of, peer, tool
 from gpu_marks import NO_GPU
 from peers import line_with
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from ruamel.yaml import YAML
 
 WIDTH, HEIGHT = 640, 480
 
 
-def record(bag: Path, frames: int, rate: float, *extra: str, stop_after: float | None = None) -> dict:
+def record(bag: Path, frames: int, rate: float, *extra: str, stop_after: float | None = None, width: int = WIDTH,
+           height: int = HEIGHT) -> dict:
     """Record the camera peer's ``frames`` into ``bag``; SIGINT the recorder once the camera is done (or
     ``stop_after`` seconds after it started publishing).  What each side said."""
     start_time = time.time_ns()
     recorder = tool("record", "-o", str(bag), IMAGE_TOPIC, CLOUD_TOPIC, NOTE_TOPIC, *extra)
-    camera = peer("camera", str(frames), str(WIDTH), str(HEIGHT), str(rate))
+    camera = peer("camera", str(frames), str(width), str(height), str(rate))
     try:
         assert json.loads(camera.stdout.readline()) == {"ready": True}
         if stop_after is not None:
@@ -44,7 +47,7 @@ def record(bag: Path, frames: int, rate: float, *extra: str, stop_after: float |
         camera.wait()
     assert recorder.returncode == 0, err
     return {"published": published, "counts": counts_of(out), "out": out, "err": err,
-            "window": (start_time, stop_time)}
+            "window": (start_time, stop_time), "size": (width, height)}
 
 
 def bag_messages(bag: Path) -> dict[str, list[tuple[int, object]]]:
@@ -59,6 +62,7 @@ def bag_messages(bag: Path) -> dict[str, list[tuple[int, object]]]:
 def check_bag(bag: Path, result: dict) -> None:
     """Every message of ``bag`` is the frame its stamp names, byte for byte; counts are what bag_record said."""
     counts, published, window = result["counts"], result["published"], result["window"]
+    width, height = result["size"]
     got = bag_messages(bag)
     for topic, key in ((IMAGE_TOPIC, "images"), (CLOUD_TOPIC, "clouds")):
         messages = got.get(topic, [])
@@ -71,8 +75,8 @@ def check_bag(bag: Path, result: dict) -> None:
             i = m.header.stamp.sec - 1000
             assert m.header.stamp.nanosec == i
             if topic == IMAGE_TOPIC:
-                assert (m.height, m.width, m.encoding, m.step) == (HEIGHT, WIDTH, "rgb8", WIDTH * 3)
-                assert np.array_equal(m.data, image_bytes(i, HEIGHT, WIDTH).reshape(-1)), f"image {i}"
+                assert (m.height, m.width, m.encoding, m.step) == (height, width, "rgb8", width * 3)
+                assert np.array_equal(m.data, image_bytes(i, height, width).reshape(-1)), f"image {i}"
                 assert m.header.frame_id == "camera"
             else:
                 assert (m.height, m.width, m.point_step) == (16, 128, 48)
@@ -80,6 +84,48 @@ def check_bag(bag: Path, result: dict) -> None:
                                                       "ambient", "range"]
                 assert np.array_equal(m.data, cloud_bytes(i)), f"cloud {i}"
             assert window[0] < timestamp < window[1]  # the bag time is when it was received, not its stamp
+
+
+def check_with_mcap(bag: Path, result: dict) -> None:
+    """The bag as the MCAP project's reader sees it (CRCs checked): rosbag2's profile, schemas, channel metadata
+    and indexes, and every message byte for byte what rosbags' serializer makes of the frame its stamp names."""
+    from mcap.reader import make_reader
+
+    width, height = result["size"]
+    with Reader(bag) as reader:
+        raw = {(c.topic, t): bytes(data) for c, t, data in reader.messages()}
+    seen = 0
+    for path in sorted(bag.glob("*.mcap")):
+        with path.open("rb") as stream:
+            mcap = make_reader(stream, validate_crcs=True)
+            assert mcap.get_header().profile == "ros2"
+            summary = mcap.get_summary()
+            assert summary is not None and summary.statistics is not None
+            assert summary.chunk_indexes and all(c.message_index_length > 0 for c in summary.chunk_indexes)
+            for channel in summary.channels.values():
+                schema = summary.schemas[channel.schema_id]
+                assert (schema.encoding, channel.message_encoding) == ("ros2msg", "cdr")
+                assert channel.metadata["topic_type_hash"] == TYPES.hash_rihs01(schema.name)
+                assert "offered_qos_profiles" in channel.metadata
+                assert schema.data.decode() == TYPES.generate_msgdef(schema.name, ros_version=2)[0]
+            (stored,) = [m for m in mcap.iter_metadata() if m.name == "rosbag2"]
+            info = YAML(typ="safe").load(stored.metadata["serialized_metadata"])
+            assert info["version"] == 9 and info["relative_file_paths"] == [path.name]
+            count = 0
+            for schema, channel, message in mcap.iter_messages(log_time_order=True):
+                data = bytes(message.data)
+                assert raw[(channel.topic, message.log_time)] == data
+                decoded = TYPES.deserialize_cdr(data, schema.name)
+                if channel.topic == IMAGE_TOPIC:
+                    decoded.data = image_bytes(decoded.header.stamp.sec - 1000, height, width).reshape(-1)
+                elif channel.topic == CLOUD_TOPIC:
+                    decoded.data = cloud_bytes(decoded.header.stamp.sec - 1000)
+                if channel.topic != NOTE_TOPIC:  # the notes are the publisher's own bytes (its padding too)
+                    assert bytes(TYPES.serialize_cdr(decoded, schema.name)) == data, (channel.topic, message.log_time)
+                count += 1
+            assert count == summary.statistics.message_count
+            seen += count
+    assert seen == len(raw) == sum(c["written"] for c in result["counts"].values())
 
 
 @pytest.fixture(scope="module")
@@ -94,11 +140,21 @@ def test_recorded_mcap_reads_back_with_rosbags_frame_for_frame(recorded) -> None
     assert result["counts"][IMAGE_TOPIC]["written"] > 0
     assert sorted(p.name for p in bag.iterdir()) == ["fanout_0.mcap", "metadata.yaml"]
     check_bag(bag, result)
+    check_with_mcap(bag, result)
     assert "dropped" in result["err"] and "queue" in result["err"]  # the live status line
     notes = bag_messages(bag)[NOTE_TOPIC]  # a std_msgs/String topic, stored as it came
     assert len(notes) == result["counts"][NOTE_TOPIC]["written"] == 300 - result["counts"][NOTE_TOPIC]["dropped"]
     indices = [int(m.data.removeprefix("frame ")) for _, m in notes]
     assert indices == sorted(set(indices)) and set(indices) <= set(range(300))
+
+
+def test_frames_larger_than_a_chunk_are_written_from_their_blocks_every_byte_read_back(tmp_path) -> None:
+    """1280x720 rgb8 (2.8 MB) at 30 Hz: each frame is a chunk of its own, written from its leased block."""
+    bag = tmp_path / "large"
+    result = record(bag, 45, 30.0, "--quiet", width=1280, height=720)
+    assert result["counts"][IMAGE_TOPIC]["written"] > 0
+    check_bag(bag, result)
+    check_with_mcap(bag, result)
 
 
 def test_sqlite3_storage(tmp_path) -> None:
@@ -116,6 +172,7 @@ def test_max_bag_size_splits_into_files_one_bag_lists(tmp_path) -> None:
     with Reader(bag) as reader:
         assert reader.message_count == sum(c["written"] for c in result["counts"].values())
     check_bag(bag, result)
+    check_with_mcap(bag, result)  # each file stands alone too: its own index, summary and metadata record
 
 
 def test_sigint_mid_recording_leaves_a_readable_bag_with_every_message_written(tmp_path) -> None:
@@ -173,6 +230,37 @@ def test_bag_play_replays_every_frame_into_pools(recorded) -> None:
     assert f"played {messages} messages, dropped 0, bad 0" in out
 
 
+def test_a_subscriber_running_before_the_replay_gets_every_frame(tmp_path) -> None:
+    """No --wait-for-subscribers: bag_play waits by default until the subscribers already on the graph match."""
+    bag = tmp_path / "early"
+    write_plain_bag(bag, 20, WIDTH * 3)
+    checker = peer("checker", "20", "60", str(WIDTH), str(HEIGHT))
+    try:
+        assert json.loads(checker.stdout.readline()) == {"ready": True}
+        player = tool("play", str(bag), "--memory", "host", "--block-count", "64")
+        out, err = player.communicate(timeout=120)
+        seen = json.loads(checker.communicate(timeout=120)[0].strip().splitlines()[-1])
+    finally:
+        checker.kill()
+    assert player.returncode == 0, err
+    assert "played 40 messages, dropped 0, bad 0" in out
+    assert (seen["images"], seen["clouds"], seen["bad"]) == (20, 20, [])
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_a_stopped_replay_prints_its_summary_and_remap_warns_of_nothing(tmp_path, stop) -> None:
+    bag = tmp_path / "long"
+    write_plain_bag(bag, 60, WIDTH * 3)  # 6 s of bag time
+    player = tool("play", str(bag), "--memory", "host", "--wait-for-matched", "0", "--remap",
+                  f"{IMAGE_TOPIC}:=/replayed/image")
+    line_with(player.stderr, "| played")  # the first progress line: playing
+    player.send_signal(stop)
+    out, err = player.communicate(timeout=60)
+    assert player.returncode == 0, err
+    assert re.search(r"played \d+ messages, dropped 0, bad 0 in [0-9.]+ s \(stopped\)", out), out
+    assert "deprecated" not in err and "Traceback" not in err, err
+
+
 def test_rate_two_plays_in_about_half_the_time(tmp_path) -> None:
     bag = tmp_path / "timed"
     write_plain_bag(bag, 31, WIDTH * 3)  # 3 s of bag time
@@ -223,7 +311,7 @@ def test_a_hostile_message_is_counted_and_sizes_no_pool(tmp_path) -> None:
                      encoding="mono8", is_bigendian=0, step=4, data=np.zeros(12, np.uint8))
         writer.write(images, 10**18, TYPES.serialize_cdr(liar, "sensor_msgs/msg/Image"))
         writer.write(images, 10**18 + 1, b"\x00\x01\x00\x00\xff\xff\xff\xff")
-    player = tool("play", str(bag), "--memory", "host", "--linger", "0")
+    player = tool("play", str(bag), "--memory", "host", "--linger", "0", "--wait-for-matched", "0")
     out, err = player.communicate(timeout=60)
     assert player.returncode == 0, err
     assert "played 0 messages, dropped 0, bad 2" in out

@@ -1,5 +1,7 @@
 """bag_record and bag_play with CUDA pools: 4K rgba8 at 30 Hz recorded with no drops, 1080p replayed into CUDA
-pools and read by torch.  Skips without a GPU; prints the numbers docs/gpu-verification.md records."""
+pools (through page-locked staging) and read by torch, the staging's reuse on its own.  Skips without a GPU;
+prints the numbers docs/gpu-verification.md records (the benchmark, python -m ros2_cuda_ipc_tools.bag.benchmark,
+measures the rates)."""
 
 from __future__ import annotations
 
@@ -122,3 +124,33 @@ def test_compressed_cuda_frames_are_encoded_on_the_gpu(tmp_path) -> None:
             expected = pattern(m.header.stamp.sec - 1000, height, width, 4)[:, :, :3].astype(int)
             blocks = (decoded - expected).reshape(height // 8, 8, width // 8, 8, 3).mean(axis=(1, 3))
             assert np.abs(blocks).mean() < 4
+
+
+def test_pinned_upload_puts_every_frame_into_its_cuda_block_through_reused_staging() -> None:
+    """Six frames through two page-locked staging buffers: each buffer is written again only after its copy's
+    event fired, so every block holds its own frame (read back on the GPU after all six were published)."""
+    from std_msgs.msg import Header
+
+    from ros2_cuda_ipc_image import ImagePublisher, ImageReader
+    from ros2_cuda_ipc_tools.bag.uploads import PinnedUpload
+
+    upload = PinnedUpload(0, count=2)
+    publisher = ImagePublisher(None, "/pinned", width=640, height=480, encoding="rgb8", memory="cuda", block_count=8)
+    reader = ImageReader()
+    try:
+        sent = []
+        for i in range(6):
+            header = Header()
+            header.stamp.sec = 1000 + i
+            frame = np.ascontiguousarray(pattern(i, 480, 640, 3))
+            sent.append(upload(publisher, publisher.layout, memoryview(frame).cast("B"), header))
+        for i, msg in enumerate(sent):
+            assert msg is not None and msg.core.memory == 1
+            with reader.read(msg) as view:
+                out = np.empty(view.shape, view.dtype)
+                view.copy_out(view.layout, out)
+            assert np.array_equal(out, pattern(i, 480, 640, 3)), f"frame {i}"
+    finally:
+        reader.close()
+        publisher.close()
+        upload.close()

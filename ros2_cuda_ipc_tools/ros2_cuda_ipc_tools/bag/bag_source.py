@@ -1,12 +1,15 @@
-"""``BagSource``: a rosbag2 bag opened with rosbags, its connections chosen, its messages in bag-time order.
+"""``BagSource``: a rosbag2 bag opened with rosbags, its topics as its files have them, messages in bag-time order.
 
-Anything wrong with the bag (missing, not a bag, corrupt, truncated, an unknown storage or compression) is
-a :class:`BagError` of one line, at open or while reading, never a traceback.
+A bag is hostile input.  Anything wrong with it (missing, not a bag, corrupt YAML, truncated, an unknown
+storage or compression) is a :class:`BagError` of one line, at open or while reading, never a traceback.
+``metadata.yaml`` is a second opinion: the topics, types and counts of the storage files are what is
+played, and every way the metadata disagrees with them is one line of :attr:`BagSource.disagreements`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +17,26 @@ from rosbags.rosbag2 import Reader
 
 from .bag_errors import BagError
 
-__all__ = ["BagSource"]
+__all__ = ["BagSource", "BagTopicInfo", "one_line"]
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its type and its message with every run of whitespace made one space."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:400]
+
+
+@dataclass(frozen=True)
+class BagTopicInfo:
+    """A topic as the storage files have it: its type, its definition's RIHS01 hash ('' if not stored), count."""
+
+    name: str
+    msgtype: str
+    digest: str
+    count: int
 
 
 class BagSource:
-    """An open bag; ``topics`` (empty: all) picks connections, every name must be in the bag."""
+    """An open bag; ``topics`` (empty: all) picks topics, every name must be in the bag."""
 
     def __init__(self, path: str | Path, topics: Sequence[str] = ()) -> None:
         self.path = Path(path)
@@ -27,42 +45,86 @@ class BagSource:
             self._reader.open()
         except FileNotFoundError:
             raise BagError(f"{self.path}: no such bag") from None
-        except Exception as exc:  # rosbags' ReaderError, and what a corrupt file makes its parsers raise
-            raise BagError(f"{self.path}: not a readable rosbag2 bag ({type(exc).__name__}: {exc})") from None
-        names = {c.topic for c in self._reader.connections}
-        unknown = [t for t in topics if t not in names]
+        except Exception as exc:  # rosbags' ReaderError, YAML errors, and what a corrupt file makes its parsers raise
+            raise BagError(f"{self.path}: not a readable rosbag2 bag ({one_line(exc)})") from None
+        storages = getattr(self._reader.storage, "storages", None)  # one reader per file of a bag directory
+        stored = [c for storage in (storages if storages is not None else [self._reader.storage])
+                  for c in storage.connections]
+        self.disagreements = _disagreements(self._reader.connections, stored) if storages is not None else []
+        self.topics = _topics(stored)
+        for c in self._reader.connections if storages is not None else []:  # a file may leave the hash to metadata
+            known = self.topics.get(c.topic)
+            if known is not None and not known.digest and known.msgtype == c.msgtype and c.digest:
+                self.topics[c.topic] = BagTopicInfo(known.name, known.msgtype, str(c.digest), known.count)
+        unknown = [t for t in topics if t not in self.topics]
         if unknown:
             self.close()
-            raise BagError(f"{self.path} has no topic {', '.join(unknown)}; its topics: {', '.join(sorted(names))}")
-        self.connections = [c for c in self._reader.connections if not topics or c.topic in topics]
-
-    @property
-    def start_time(self) -> int:
-        return int(self._reader.start_time)
+            raise BagError(f"{self.path} has no topic {', '.join(unknown)}; its topics: "
+                           f"{', '.join(sorted(self.topics)) or 'none'}")
+        wanted = set(topics) or set(self.topics)
+        # One connection per (topic, type, serialization, hash): the reader finds each file's own by these.
+        self.connections: list[Any] = []
+        for c in stored:
+            if c.topic in wanted and not any((k.topic, k.msgtype, k.ext, k.digest) == (c.topic, c.msgtype, c.ext,
+                                                                                   c.digest) for k in self.connections):
+                self.connections.append(c)
 
     @property
     def duration(self) -> int:
-        return int(self._reader.duration)
+        """The bag's span in ns, as its metadata states it (for the progress line only)."""
+        return max(int(self._reader.duration), 0)
 
-    def messages(self, start: int | None = None) -> Iterator[tuple[Any, int, bytes]]:
-        """(connection, bag time in ns, CDR bytes) from bag time ``start`` on; BagError if the bag breaks midway."""
+    def messages(self, start: int | None = None) -> Iterator[tuple[str, str, int, bytes]]:
+        """(topic, type, bag time in ns, CDR bytes) from bag time ``start`` on; BagError if the bag breaks midway."""
+        if not self.connections:
+            return
         try:
-            yield from self._reader.messages(self.connections, start=start)
+            for connection, timestamp, data in self._reader.messages(self.connections, start=start):
+                yield connection.topic, connection.msgtype, int(timestamp), data
         except Exception as exc:
-            raise BagError(f"{self.path}: the bag cannot be read past this point ({type(exc).__name__}: {exc})") \
-                from None
+            raise BagError(f"{self.path}: the bag cannot be read past this point ({one_line(exc)})") from None
 
-    def first(self, connection: Any) -> bytes | None:
-        """The first message of ``connection`` (to size a pool before playing), or None if it has none."""
-        for _, _, data in self._messages_of(connection):
-            return data
+    def first(self, topic: str) -> bytes | None:
+        """The first message of ``topic`` (to size a pool before playing), or None if it has none."""
+        chosen = [c for c in self.connections if c.topic == topic]
+        try:
+            for _, _, data in self._reader.messages(chosen):
+                return data
+        except Exception as exc:
+            raise BagError(f"{self.path}: {topic} cannot be read ({one_line(exc)})") from None
         return None
-
-    def _messages_of(self, connection: Any) -> Iterator[tuple[Any, int, bytes]]:
-        try:
-            yield from self._reader.messages([connection])
-        except Exception as exc:
-            raise BagError(f"{self.path}: {connection.topic} cannot be read ({type(exc).__name__}: {exc})") from None
 
     def close(self) -> None:
         self._reader.close()
+
+
+def _topics(stored: Sequence[Any]) -> dict[str, BagTopicInfo]:
+    """Topic name to its type in the files (the first file's, if files disagree), counts summed over files."""
+    topics: dict[str, BagTopicInfo] = {}
+    for c in stored:
+        seen = topics.get(c.topic)
+        count = int(c.msgcount) + (seen.count if seen is not None else 0)
+        topics[c.topic] = BagTopicInfo(c.topic, seen.msgtype if seen else c.msgtype, seen.digest if seen else c.digest,
+                                       count)
+    return topics
+
+
+def _disagreements(stated: Sequence[Any], stored: Sequence[Any]) -> list[str]:
+    """What metadata.yaml says that the files do not: one line each."""
+    files = _topics(stored)
+    lines = []
+    for c in stated:
+        found = files.get(c.topic)
+        if found is None:
+            lines.append(f"metadata.yaml lists {c.topic} ({c.msgtype}, {c.msgcount} messages), which no file of "
+                         "the bag has: nothing of it is played")
+        elif found.msgtype != c.msgtype:
+            lines.append(f"metadata.yaml says {c.topic} is {c.msgtype}, the files say {found.msgtype}: played as "
+                         "the files say")
+        elif int(c.msgcount) != found.count:
+            lines.append(f"metadata.yaml counts {c.msgcount} messages of {c.topic}, the files {found.count}: the "
+                         "files' are played")
+    listed = {c.topic for c in stated}
+    lines += [f"{t.name} ({t.msgtype}, {t.count} messages) is in the files but not in metadata.yaml: played"
+              for t in files.values() if t.name not in listed]
+    return lines

@@ -36,6 +36,6 @@ def run_bag_tool(prog: str, action: Callable[[], int]) -> int:
         try:
             return action()
         except BagError as exc:
-            print(f"{prog}: {exc}", file=sys.stderr)
+            print(f"{prog}: {' '.join(str(exc).split())}", file=sys.stderr)  # one line, whatever a library said
             return 2
     return run_tool(run)

@@ -4,7 +4,9 @@ A download into pageable memory makes the driver stage it and return only when i
 page-locked (pinned) memory it is a true asynchronous DMA on the side stream.  A recording that encodes
 CUDA frames on the GPU (JPEG through nvJPEG) copies them into device buffers instead, so no raw frame
 crosses to the host.  The ring is the recorder's queue bound too: a frame that finds no free buffer is
-dropped and counted, never waited for.  A buffer too small for a frame is made again at its size.
+dropped and counted, never waited for.  A buffer too small for a frame is made again at its size.  A frame
+written from its own block (a dense host frame) takes a slot of the ring and no memory (``take(0)``): the
+ring bounds the leases the recorder holds too.
 """
 
 from __future__ import annotations
@@ -70,10 +72,12 @@ class FrameRing:
     another kind is made again when it is next taken);
     :meth:`take` one of at least ``size`` bytes (None when all are out), :meth:`give` it back."""
 
-    def __init__(self, count: int, kind: RingKind = "host", device: int = 0) -> None:
+    def __init__(self, count: int, kind: RingKind = "host", device: int = 0, in_place_limit: int = 2) -> None:
         if count < 1:
             raise ValueError(f"a ring of {count} buffers")
         self.count, self.kind, self.device = count, kind, device
+        self.in_place_limit = in_place_limit
+        self._in_place = 0
         self.stream: Any = None  #: the cuda.core stream device buffers are allocated on
         self._free: list[RingBuffer | None] = [None] * count  # made on first use, at the first frame's size
         self._lock = threading.Lock()
@@ -87,6 +91,8 @@ class FrameRing:
             if not self._free:
                 return None
             buffer = self._free.pop()
+        if size == 0:  # a slot, no memory: whatever the slot holds comes back with it
+            return buffer if buffer is not None else RingBuffer(0, "host")
         if buffer is None or buffer.size < size or (buffer.kind, buffer.device) != (self.kind, self.device):
             if buffer is not None:
                 buffer.close()
@@ -97,6 +103,18 @@ class FrameRing:
                     self._free.append(None)  # the slot stays, to be made again
                 raise
         return buffer
+
+    def take_in_place(self) -> bool:
+        """A frame may be written from its leased block (False: copy it into a buffer instead)."""
+        with self._lock:
+            if self._in_place >= self.in_place_limit:
+                return False
+            self._in_place += 1
+            return True
+
+    def give_in_place(self) -> None:
+        with self._lock:
+            self._in_place -= 1
 
     def give(self, buffer: RingBuffer) -> None:
         with self._lock:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,21 +27,45 @@ _PRIMITIVES = {"bool", "byte", "char", "float32", "float64", "int8", "uint8", "i
                "int64", "uint64", "string", "wstring"}
 
 
+#: A message type name as rosidl makes them: ``package/msg/Name``.
+_MESSAGE_TYPE = re.compile(r"[a-z][a-z0-9_]*/msg/[A-Z][A-Za-z0-9]*")
+
+
 def rclpy_class(msgtype: str) -> type:
-    """The rclpy message class of ``pkg/msg/Name``; BagError naming it when its package is not importable."""
+    """The rclpy message class of ``pkg/msg/Name``, found only through the ROS type system.
+
+    A name comes from a file or a peer, so it is hostile: it must have rosidl's form, and its package must
+    register exactly that interface in the ament index (``rosidl_interfaces``), as every installed
+    interface package does, before its generated ``pkg.msg`` module is imported.  No other module is ever
+    imported because of a name.  BagError (one line) otherwise.
+    """
     package, kind, name = _split(msgtype)
     try:
-        return getattr(importlib.import_module(f"{package}.{kind}"), name)
-    except (ImportError, AttributeError):
-        raise BagError(f"message type {msgtype} is not installed here (no Python module {package}.{kind}.{name})") \
+        from ament_index_python import get_resource
+        from ament_index_python.packages import PackageNotFoundError
+    except ImportError:
+        raise BagError(f"{msgtype} cannot be looked up: ament_index_python is missing") from None
+    try:
+        listed, _ = get_resource("rosidl_interfaces", package)
+    except (LookupError, PackageNotFoundError, ValueError):
+        raise BagError(f"{msgtype} is not an installed ROS interface (no package {package} in the ament index)") \
             from None
+    if not {f"{kind}/{name}.idl", f"{kind}/{name}.msg"} & set(listed.split()):
+        raise BagError(f"{msgtype} is not an installed ROS interface ({package} has no {kind}/{name})")
+    try:
+        found = getattr(importlib.import_module(f"{package}.{kind}"), name)
+    except (ImportError, AttributeError):
+        raise BagError(f"{msgtype} is indexed but its Python module {package}.{kind} is not importable") from None
+    if not isinstance(found, type) or not hasattr(type(found), "_TYPE_SUPPORT"):
+        raise BagError(f"{package}.{kind}.{name} is not a generated message class")
+    return found
 
 
 def _split(msgtype: str) -> tuple[str, str, str]:
-    parts = msgtype.split("/")
-    if len(parts) != 3 or not all(p.isidentifier() for p in parts):
-        raise BagError(f"{msgtype!r} is not a message type name of the form package/msg/Name")
-    return parts[0], parts[1], parts[2]
+    if not isinstance(msgtype, str) or not _MESSAGE_TYPE.fullmatch(msgtype):
+        raise BagError(f"{str(msgtype)[:120]!r} is not a message type name of the form package/msg/Name")
+    package, kind, name = msgtype.split("/")
+    return package, kind, name
 
 
 class MessageTypes:

@@ -90,7 +90,7 @@ def record(args: argparse.Namespace) -> int:
     except BaseException:  # nothing recorded: the folder just made goes again
         shutil.rmtree(sink.path, ignore_errors=True)
         raise
-    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)  # our handlers: the bag is closed before rclpy goes
+    rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)  # our handlers: the bag is closed before rclpy goes
     recorder: BagRecorder | None = None
     try:
         recorder = BagRecorder(sink, args.topics, ring_size=args.ring, device=args.device, compressed=encoder,

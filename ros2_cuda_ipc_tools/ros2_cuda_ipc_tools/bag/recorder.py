@@ -1,9 +1,11 @@
 """``BagRecorder``: the node of ``bag_record``; finds each topic's type in the graph and subscribes as it appears.
 
-``GpuImage`` and ``GpuPointCloud2`` topics are leased, downloaded into the host ring on a side stream (after
-each frame's ready event: the typed reader enqueues that wait on the stream it is given) and the lease
-dropped at once (for CUDA it ends when the copy does); every other topic is subscribed raw, its bytes kept
-as they came.  Nothing in a callback waits on the disk: see :class:`WriterThread`.
+``GpuImage`` and ``GpuPointCloud2`` topics are leased.  A dense host frame is written to the bag from its own
+block, the lease held until it is (at most ``ring_size`` a topic); any other frame is copied once into the
+ring on a side stream (after its ready event: the typed reader enqueues that wait on the stream it is
+given) and the lease dropped at once (for CUDA it ends when the copy does).  Every other topic is
+subscribed raw, its bytes kept as they came.  Nothing in a callback waits on the disk: see
+:class:`WriterThread`.
 """
 
 from __future__ import annotations
@@ -154,23 +156,38 @@ class BagRecorder(Node):
             counts.add("failed")
             self.get_logger().warning(f"{topic}: frame not recorded: {exc}", throttle_duration_sec=5.0)
             return
+        frame, buffer = None, None
         try:
             if view.memory == "cuda":  # buffers made from now on: page-locked, or on the GPU for a GPU encode
                 ring.kind, ring.device, ring.stream = recording.cuda_ring, view.handle.device_id, stream
-            buffer = ring.take(recording.size(view))
-            if buffer is None:
-                counts.add("dropped")
-                return
+            # A dense host frame goes to the file from its block, under its lease, while the topic holds fewer
+            # than ring.in_place_limit such leases (SQLite3 takes one buffer a message: always copied).
+            in_place = view.memory == "host" and not self.sink.contiguous and ring.take_in_place()
             try:
-                frame = recording.download(view, buffer.address, handle)
+                frame = recording.prepare(view, in_place)
+                if in_place and frame.source is None:  # not dense: copied after all
+                    in_place = False
+                    ring.give_in_place()
+                if frame.source is None:
+                    buffer = ring.take(frame.ring_bytes)
+                    if buffer is None:
+                        counts.add("dropped")
+                        return
+                    recording.download(view, frame, buffer, handle)
             except (Ros2CudaIpcError, ValueError) as exc:
-                ring.give(buffer)
+                if in_place:
+                    if frame is not None:
+                        frame.release()
+                    ring.give_in_place()
+                if buffer is not None:
+                    ring.give(buffer)
                 counts.add("failed")
                 self.get_logger().warning(f"{topic}: frame not recorded: {exc}", throttle_duration_sec=5.0)
                 return
             done = stream.record() if stream is not None else None
         finally:
-            view.close()  # for CUDA the lease ends when the side stream has done the copy
+            view.close()  # a frame written in place keeps its block's lease through frame.source; for CUDA the
+            # lease ends when the side stream has done the copy
         message = QueuedMessage(topic, received, counts, recording=recording, frame=frame, buffer=buffer, ring=ring,
                                 done=done)
         if not self._writer.offer(message):

@@ -1,36 +1,114 @@
-"""``SplitBagWriter``: one rosbag2 bag directory written with rosbags, split into files like ``ros2 bag record``.
+"""``SplitBagWriter``: one rosbag2 bag directory, split into files like ``ros2 bag record``, MCAP or SQLite3.
 
-rosbags writes one storage file per bag.  Splitting (``--max-bag-size``, ``--max-duration``) writes each
-part as a bag of its own in a hidden folder, moves its file up as ``<bag>_<n>.mcap`` (or ``.db3``) when
-the part is closed, and at the end writes one ``metadata.yaml`` that lists every file with its counts,
-as rosbag2's own splitting does, so ``ros2 bag info``/``play`` and rosbags see one bag.
+A message arrives as ``parts``, buffers whose concatenation is its CDR (a prefix, a frame's memory, a
+suffix).  MCAP files are written by :class:`McapFile`, which takes the parts as they are (``os.writev``);
+SQLite3 files by rosbags' writer, which binds one buffer per message (the recorder hands it the whole
+message in one ring buffer, so nothing is joined).  Splitting (``--max-bag-size``, ``--max-duration``)
+starts ``<bag>_<n>.mcap`` (or ``.db3``) files; at the end one ``metadata.yaml`` lists every file with its
+counts, as rosbag2's own splitting does, so ``ros2 bag info``/``play`` and rosbags see one bag.
 """
 
 from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rosbags.rosbag2 import StoragePlugin, Writer
-from ruamel.yaml import YAML
 
 from .bag_errors import BagError
+from .bag_metadata import BagTopic, FileCounts, bag_metadata, dump_metadata
+from .mcap_file import McapFile
 
 __all__ = ["STORAGES", "SplitBagWriter"]
 
-#: --storage names to rosbags plugins and the suffix of their files.
-STORAGES: dict[str, tuple[StoragePlugin, str]] = {"mcap": (StoragePlugin.MCAP, ".mcap"),
-                                                   "sqlite3": (StoragePlugin.SQLITE3, ".db3")}
+#: --storage names to the suffix of their files.
+STORAGES: dict[str, str] = {"mcap": ".mcap", "sqlite3": ".db3"}
 
 
-@dataclass(frozen=True)
-class _Topic:
-    msgtype: str
-    msgdef: str
-    rihs01: str
+def _library() -> str:
+    from ros2_cuda_ipc_core.node_cli import version_of
+
+    return f"ros2_cuda_ipc_tools {version_of('ros2_cuda_ipc_tools')}"
+
+
+class _StorageFile(Protocol):
+    """One file of the bag, open for writing."""
+
+    @property
+    def bytes_written(self) -> int: ...
+
+    def add_topic(self, topic: BagTopic) -> None: ...
+
+    def write(self, topic: str, timestamp: int, parts: Sequence[Any], size: int) -> None: ...
+
+    def close(self, metadata: dict[str, Any]) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+class _McapStorage:
+    """A ``.mcap`` file: a schema per type, a channel per topic, as rosbag2's MCAP plugin makes them."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = McapFile(path, _library())
+        self._schemas: dict[str, int] = {}
+        self._channels: dict[str, int] = {}
+
+    @property
+    def bytes_written(self) -> int:
+        return self.file.size
+
+    def add_topic(self, topic: BagTopic) -> None:
+        if topic.msgtype not in self._schemas:
+            self._schemas[topic.msgtype] = self.file.add_schema(topic.msgtype, "ros2msg", topic.msgdef)
+        self._channels[topic.name] = self.file.add_channel(
+            topic.name, self._schemas[topic.msgtype], "cdr",
+            {"offered_qos_profiles": "[]", "topic_type_hash": topic.rihs01})
+
+    def write(self, topic: str, timestamp: int, parts: Sequence[Any], size: int) -> None:
+        self.file.write(self._channels[topic], timestamp, parts, size)
+
+    def close(self, metadata: dict[str, Any]) -> None:
+        self.file.close(dump_metadata(metadata["rosbag2_bagfile_information"]))
+
+    def abort(self) -> None:
+        self.file.abort()
+
+
+class _Sqlite3Storage:
+    """A ``.db3`` file through rosbags' writer (in a hidden folder until it is closed)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._writer = Writer(path.parent / ".parts" / path.stem, version=Writer.VERSION_LATEST,
+                              storage_plugin=StoragePlugin.SQLITE3)
+        self._writer.open()
+        self._connections: dict[str, Any] = {}
+        self.bytes_written = 0
+
+    def add_topic(self, topic: BagTopic) -> None:
+        self._connections[topic.name] = self._writer.add_connection(topic.name, topic.msgtype, msgdef=topic.msgdef,
+                                                                    rihs01=topic.rihs01)
+
+    def write(self, topic: str, timestamp: int, parts: Sequence[Any], size: int) -> None:
+        data = parts[0] if len(parts) == 1 else b"".join(parts)  # one buffer, as the recorder gives its frames
+        self._writer.write(self._connections[topic], timestamp, data)
+        self.bytes_written += size
+
+    def close(self, metadata: dict[str, Any]) -> None:
+        self._writer.close()
+        folder = self._writer.path
+        (folder / self.path.name).replace(self.path)
+        shutil.rmtree(folder)
+
+    def abort(self) -> None:
+        self._writer.abort()
+
+
+_OPENERS: dict[str, Callable[[Path], _StorageFile]] = {"mcap": _McapStorage, "sqlite3": _Sqlite3Storage}
 
 
 class SplitBagWriter:
@@ -43,115 +121,80 @@ class SplitBagWriter:
         self.path = Path(path)
         if self.path.exists():
             raise BagError(f"{self.path} exists already; bag_record writes a new bag")
-        self.plugin, self.suffix = STORAGES[storage]
+        self.storage, self.suffix = storage, STORAGES[storage]
         self.max_bytes, self.max_ns = int(max_bytes), int(max_seconds * 1e9)
         self.bytes_written = 0
-        self._topics: dict[str, _Topic] = {}
-        self._parts: list[dict[str, Any]] = []
-        self._writer: Writer | None = None
-        self._connections: dict[str, Any] = {}
-        self._part_bytes = 0
-        self._part_start: int | None = None
+        self._topics: dict[str, BagTopic] = {}
+        self._files: list[FileCounts] = []
+        self._file: _StorageFile | None = None
+        self._file_start = 0
         try:
-            (self.path / ".parts").mkdir(parents=True)
+            self.path.mkdir(parents=True)
         except OSError as exc:
             raise BagError(f"cannot create the bag {self.path}: {exc.strerror}") from None
 
     @property
+    def contiguous(self) -> bool:
+        """Whether a message must be one buffer (SQLite3 binds one) rather than parts side by side (MCAP)."""
+        return self.storage == "sqlite3"
+
+    @property
     def files(self) -> int:
-        return len(self._parts) + (self._writer is not None)
+        return len(self._files)
 
     def add_topic(self, topic: str, msgtype: str, msgdef: str, rihs01: str) -> None:
         """Record ``topic`` from now on (its type's definition and RIHS01 hash go into every file)."""
-        self._topics[topic] = _Topic(msgtype, msgdef, rihs01)
-        if self._writer is not None:
-            self._connect(topic)
+        self._topics[topic] = BagTopic(topic, msgtype, msgdef, rihs01)
+        if self._file is not None:
+            self._file.add_topic(self._topics[topic])
 
-    def write(self, topic: str, timestamp: int, data: bytes | memoryview) -> None:
-        """Append one serialized message received at ``timestamp`` (ns since the epoch)."""
-        if self._writer is not None and self._part_full(timestamp):
-            self._close_part()
-        if self._writer is None:
-            self._open_part(timestamp)
-        assert self._writer is not None
-        self._writer.write(self._connections[topic], timestamp, data)
-        self._part_bytes += len(data)
-        self.bytes_written += len(data)
+    def write(self, topic: str, timestamp: int, data: Any | Sequence[Any], size: int | None = None) -> None:
+        """Append one message received at ``timestamp`` (ns since the epoch): ``data``, one buffer, or a list of
+        buffers whose concatenation (``size`` bytes) is its CDR."""
+        parts: Sequence[Any] = data if isinstance(data, list) else [data]
+        size = sum(memoryview(p).nbytes for p in parts) if size is None else size
+        if self._file is not None and self._file_full(timestamp):
+            self._close_file()
+        if self._file is None:
+            self._open_file(timestamp)
+        assert self._file is not None
+        before = self._file.bytes_written
+        self._file.write(topic, timestamp, parts, size)
+        self._files[-1].add(topic, timestamp)
+        self.bytes_written += self._file.bytes_written - before
 
-    def _part_full(self, timestamp: int) -> bool:
-        assert self._part_start is not None
-        return ((self.max_bytes > 0 and self._part_bytes >= self.max_bytes)
-                or (self.max_ns > 0 and timestamp - self._part_start >= self.max_ns))
+    def _file_full(self, timestamp: int) -> bool:
+        assert self._file is not None
+        return ((self.max_bytes > 0 and self._file.bytes_written >= self.max_bytes)
+                or (self.max_ns > 0 and timestamp - self._file_start >= self.max_ns))
 
-    def _part_name(self) -> str:
-        return f"{self.path.name}_{len(self._parts)}"
+    def _open_file(self, timestamp: int) -> None:
+        name = f"{self.path.name}_{len(self._files)}{self.suffix}"
+        file = self._file = _OPENERS[self.storage](self.path / name)
+        self._files.append(FileCounts(name))
+        for topic in self._topics.values():
+            file.add_topic(topic)
+        self._file_start = timestamp
 
-    def _open_part(self, timestamp: int) -> None:
-        self._writer = Writer(self.path / ".parts" / self._part_name(), version=Writer.VERSION_LATEST,
-                              storage_plugin=self.plugin)
-        self._writer.open()
-        self._connections = {}
-        for topic in self._topics:
-            self._connect(topic)
-        self._part_bytes, self._part_start = 0, timestamp
-
-    def _connect(self, topic: str) -> None:
-        assert self._writer is not None
-        t = self._topics[topic]
-        self._connections[topic] = self._writer.add_connection(topic, t.msgtype, msgdef=t.msgdef, rihs01=t.rihs01)
-
-    def _close_part(self) -> None:
-        writer, self._writer = self._writer, None
-        assert writer is not None
-        writer.close()
-        folder = writer.path
-        metadata = YAML(typ="safe").load((folder / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
-        name = metadata["relative_file_paths"][0]
-        (folder / name).replace(self.path / name)
-        self._parts.append(metadata)
-        shutil.rmtree(folder)
+    def _close_file(self) -> None:
+        file, self._file = self._file, None
+        assert file is not None
+        file.close(bag_metadata(self.storage, self._files[-1:], list(self._topics.values())))
 
     def close(self) -> None:
         """Close the file in progress and write ``metadata.yaml`` for every file.  A recording that got no
         message is still a bag (one empty file and its metadata), as ``ros2 bag record`` leaves one."""
-        if self._writer is None and not self._parts:
-            self._open_part(time.time_ns())
-        if self._writer is not None:
-            self._close_part()
+        if self._file is None and not self._files:
+            self._open_file(time.time_ns())
+        if self._file is not None:
+            self._close_file()
         shutil.rmtree(self.path / ".parts", ignore_errors=True)
-        if self._parts:
-            self._write_metadata()
+        temporary = self.path / "metadata.yaml.tmp"
+        temporary.write_text(dump_metadata(bag_metadata(self.storage, self._files, list(self._topics.values()))))
+        temporary.replace(self.path / "metadata.yaml")
 
     def abort(self) -> None:
         """Give up the file in progress without its index (what an error mid-write leaves)."""
-        if self._writer is not None:
-            self._writer.abort()
-            self._writer = None
-
-    def _write_metadata(self) -> None:
-        first = self._parts[0]
-        start = min(p["starting_time"]["nanoseconds_since_epoch"] for p in self._parts)
-        end = max(p["starting_time"]["nanoseconds_since_epoch"] + p["duration"]["nanoseconds"] for p in self._parts)
-        counts: dict[str, int] = {}
-        topics: dict[str, Any] = {}
-        for part in self._parts:
-            for entry in part["topics_with_message_count"]:
-                name = entry["topic_metadata"]["name"]
-                topics.setdefault(name, entry["topic_metadata"])
-                counts[name] = counts.get(name, 0) + entry["message_count"]
-        merged = dict(first)
-        merged.update({
-            "relative_file_paths": [name for p in self._parts for name in p["relative_file_paths"]],
-            "duration": {"nanoseconds": end - start},
-            "starting_time": {"nanoseconds_since_epoch": start},
-            "message_count": sum(p["message_count"] for p in self._parts),
-            "topics_with_message_count": [{"topic_metadata": topics[n], "message_count": counts[n]} for n in topics],
-            "files": [f for p in self._parts for f in p["files"]],
-        })
-        yaml = YAML(typ="safe")
-        yaml.default_flow_style = False
-        temporary = self.path / "metadata.yaml.tmp"
-        with temporary.open("w") as out:
-            yaml.dump({"rosbag2_bagfile_information": merged}, out)
-        temporary.replace(self.path / "metadata.yaml")
-
+        if self._file is not None:
+            self._file.abort()
+            self._file = None

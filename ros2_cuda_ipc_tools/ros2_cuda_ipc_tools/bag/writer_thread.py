@@ -2,8 +2,9 @@
 
 Callbacks only :meth:`offer` what they received (a downloaded frame still in flight on the side stream,
 or a message's bytes) and never wait: a full queue refuses, and the caller counts the frame dropped.
-The thread waits for each frame's copy (its event), serializes it, gives its host buffer back to the
-ring and appends it to the bag.  A disk error stops the recording; the bag keeps what was written.
+The thread waits for each frame's copy (its event), appends the message to the bag from where its bytes
+lie (the ring buffer, or the leased block of a frame written in place), then gives the buffer (and the
+lease) back.  A disk error stops the recording; the bag keeps what was written.
 Every call into the bag runs on this thread (SQLite3 connections belong to the thread that made them).
 """
 
@@ -43,6 +44,9 @@ class QueuedMessage:
     done: Any = None  #: the cuda.core Event recorded after the copy (None: the copy was done when queued)
 
     def release(self) -> None:
+        if self.frame is not None and self.frame.source is not None and self.ring is not None:
+            self.frame.release()  # the block's lease goes with the view
+            self.ring.give_in_place()
         if self.buffer is not None and self.ring is not None:
             self.ring.give(self.buffer)
             self.buffer = None
@@ -95,27 +99,30 @@ class WriterThread:
 
     def _write(self, message: QueuedMessage) -> None:
         try:
-            data: bytes | memoryview
-            if message.raw is not None:
-                data = message.raw
-            else:
-                assert message.recording is not None and message.frame is not None and message.buffer is not None
-                if message.done is not None:
-                    self._wait(message.done)
-                data = message.recording.serialize(message.frame, message.buffer)
-        except (Ros2CudaIpcError, ValueError, TypeError) as exc:
-            message.counts.add("failed")
-            log.warning("%s: a frame could not be converted: %s", message.topic, exc)
-            return
+            try:
+                parts: list[Any]
+                if message.raw is not None:
+                    parts = [message.raw]
+                else:
+                    assert message.recording is not None and message.frame is not None
+                    if message.done is not None:
+                        self._wait(message.done)
+                    parts = message.recording.parts(message.frame, message.buffer)
+            except (Ros2CudaIpcError, ValueError, TypeError) as exc:
+                message.counts.add("failed")
+                log.warning("%s: a frame could not be converted: %s", message.topic, exc)
+                return
+            size = sum(memoryview(p).nbytes for p in parts)
+            try:
+                self.sink.write(message.topic, message.timestamp, parts, size)
+            except Exception as exc:  # the disk (full, gone) or the storage library: stop writing, keep the bag
+                self.error = exc
+                return
         finally:
-            message.release()
-        try:
-            self.sink.write(message.topic, message.timestamp, data)
-        except Exception as exc:  # the disk (full, gone) or the storage library: stop writing, keep the bag
-            self.error = exc
-            return
+            parts = []
+            message.release()  # the ring buffer back, and the lease of a frame written in place
         message.counts.add("written")
-        message.counts.add("bytes", len(data))
+        message.counts.add("bytes", size)
 
     def _wait(self, event: Any) -> None:
         """Wait for a frame's copy; the first time, make its device's context current on this thread."""
