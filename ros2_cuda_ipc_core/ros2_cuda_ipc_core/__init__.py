@@ -7,6 +7,7 @@ turns the descriptor back into a leased, read-only view of the very same memory.
 (images, point clouds) build on.
 """
 
+from .arguments import bounded_number
 from .cross_device import CROSS_DEVICE_MODES, CrossDevice
 from .cuda_array import CudaArray
 from .cuda_driver import device_count as cuda_device_count
@@ -114,6 +115,7 @@ __all__ = [
     "TypedSubscription",
     "TypedView",
     "UploadBridge",
+    "bounded_number",
     "check_frame_bytes",
     "check_reuse_delay",
     "copy_rows",
