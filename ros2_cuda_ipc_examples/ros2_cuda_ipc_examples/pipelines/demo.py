@@ -20,18 +20,9 @@ from typing import Any
 
 from ros2_cuda_ipc_core import run_tool, tool_parser
 
+from .arguments import add_run_arguments, options_from, positive_number
 from .definitions import PipelineOptions, fanout, hop
-from .runner import (
-    PipelineFailed,
-    add_run_arguments,
-    failure_reasons,
-    options_from,
-    positive_number,
-    print_outcome,
-    report_failure,
-    run_pipeline,
-    write_summary,
-)
+from .runner import PipelineFailed, failure_reasons, print_outcome, report_failure, run_pipeline, write_summary
 
 __all__ = ["main"]
 
