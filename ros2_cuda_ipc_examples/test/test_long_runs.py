@@ -1,9 +1,12 @@
-"""The pieces long runs rest on, without processes: warm-up apart, CPU counters, restarted nodes' counters, the
-restart policy, the multi-camera figures."""
+"""The pieces long runs rest on, without pipeline processes: warm-up apart, CPU counters, GC pauses and a Ctrl-C
+during one, restarted nodes' counters, the restart policy, the multi-camera figures."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -45,6 +48,16 @@ def test_gc_pauses_are_counted():
     before = gc_pauses().count
     gc.collect()
     assert gc_pauses().count > before and gc_pauses().report()["longest_ms"] >= 0
+
+
+def test_a_ctrl_c_while_the_collector_runs_reaches_the_main_thread_every_time():
+    """Before: a SIGINT handled inside the GC-pause callback was printed as "Exception ignored in <_GcPauses>" and
+    lost (the H200's test_each_component_as_its_own_process_stops_on_sigint).  Here 200 SIGINTs, each sent once
+    the one before was caught, into a process that collects at nearly every allocation."""
+    peer = Path(__file__).with_name("gc_interrupt_peer.py")
+    out = subprocess.run([sys.executable, str(peer), "200"], capture_output=True, text=True, timeout=120)
+    assert "Exception ignored" not in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == 0 and out.stdout.startswith("caught 200 of 200 SIGINTs"), out.stdout + out.stderr
 
 
 def test_a_restarted_node_s_counters_add_to_its_earlier_lives():
