@@ -222,11 +222,12 @@ def run(args: argparse.Namespace, plan: Plan, notes: list[str], outcome: dict[st
           f"outputs in {args.out}/", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     run_record = new_run_record(args, plan, notes)
-    consumer = ConsumerProcess(plan)
-    rclpy.init()
-    node = rclpy.create_node("ros2_cuda_ipc_benchmark_producer")
-    producer = None
-    try:
+    consumer: ConsumerProcess | None = None
+    node = producer = None
+    try:  # a stop from here on is said, and what ran written
+        consumer = ConsumerProcess(plan)
+        rclpy.init()
+        node = rclpy.create_node("ros2_cuda_ipc_benchmark_producer")
         producer = Producer(node, plan, consumer.check)
         if not producer.wait_for_consumer(CONSUMER_START_TIMEOUT_S):
             raise ConsumerFailed(f"the consumer did not discover this process's publishers within "
@@ -249,9 +250,10 @@ def run(args: argparse.Namespace, plan: Plan, notes: list[str], outcome: dict[st
     finally:
         if producer is not None:
             producer.close()
-        node.destroy_node()
+        if node is not None:
+            node.destroy_node()
         rclpy.try_shutdown()
-        if consumer.process.poll() is None:
+        if consumer is not None and consumer.process.poll() is None:
             consumer.process.terminate()
             consumer.process.wait(timeout=5)
         if run_record["results"]:
@@ -307,8 +309,9 @@ def main(argv: list[str] | None = None) -> None:
     code = run_tool(lambda: run(args, plan, notes, outcome))
     took = time.monotonic() - started
     if outcome:
+        written = "written as results-partial.*" if outcome["cases_done"] else "nothing written: no case had ended"
         print(f"benchmark: interrupted by {outcome['stopped_by']} after {outcome['cases_done']} of "
-              f"{outcome['cases_planned']} cases in {took:.0f} s (written as results-partial.*)", flush=True)
+              f"{outcome['cases_planned']} cases in {took:.0f} s ({written})", flush=True)
     else:
         print(f"benchmark: done in {took:.0f} s", flush=True)
     raise SystemExit(code)
