@@ -72,6 +72,25 @@ def test_a_restarted_node_s_counters_add_to_its_earlier_lives():
     assert table.latest["encoder"]["checked"] == 49  # the earlier life is added once, not per report
 
 
+def test_the_whole_run_s_table_shows_its_rates_and_latency_not_the_last_period_s():
+    """Before: the (done) table showed the last period, after the source had stopped: every rate 0.0, every p50 '-'."""
+    table = StatsTable(["camera", "encoder"])
+    for seconds in (1.0, 2.0):  # two reports each, the second after the camera sent its last frame
+        camera = json.loads(_report("camera", 1, out=40))
+        camera.update(time=seconds, source=True, elapsed_s=4.0)
+        table.add(json.dumps(camera))
+        encoder = json.loads(_report("encoder", 2, checked=38, out=40, **{"in": 40}))
+        encoder.update(time=seconds, latency_ms_total={"p50": 12.0, "p99": 30.0, "n": 38},
+                       cpu={"cpu_ms_per_frame": None, "cpu_percent": 0.0, "cpu_ms_per_frame_steady": 2.5})
+        table.add(json.dumps(encoder))
+    assert table.rows()[1][1:5] == ["0.0", "0.0", "-", "-"]  # the last period: nothing moved
+    camera_row, encoder_row = table.rows(totals=True)
+    assert camera_row[2] == "10.0" and encoder_row[1:5] == ["10.0", "10.0", "12.0", "30.0"]  # 40 in 4.0 s
+    assert encoder_row[6:8] == ["2.5", "-"]  # CPU a frame in the steady state; no share of a period
+    assert table.render(totals=True).endswith("(the whole run: in/s and out/s over the camera's 4.0 s of sending; "
+                                              "p50 and p99 over every frame; cpu ms/f in the steady state)")
+
+
 def test_nodes_of_one_process_are_named_as_sharing_its_cpu():
     table = StatsTable(["camera", "encoder", "preview"])
     for name in ("camera", "encoder"):

@@ -136,7 +136,7 @@ class _InterruptHandBack:
 
     def __init__(self, callback: object) -> None:
         self._callback = callback
-        self._stops: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._stops: queue.SimpleQueue[signal.Signals] = queue.SimpleQueue()
         self._previous = sys.unraisablehook
         sys.unraisablehook = self._hook
         threading.Thread(target=self._hand_back, name="gc-interrupt-hand-back", daemon=True).start()

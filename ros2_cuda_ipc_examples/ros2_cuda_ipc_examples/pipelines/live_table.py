@@ -7,6 +7,8 @@ frames checked and bad, stale drops, frames lost on the way, leases held now, re
 a pool of the same process, how often the runner restarted it, and what the node sends when it
 says (``GpuTensor 1x3x224x224 float16``, say). A restarted node's counters
 start again at zero: the table adds its earlier lives' totals, so checked and bad count the run.
+The table of a run that is over (``render(totals=True)``) shows the whole run instead of the last
+period, which after the source stopped holds no frame.
 """
 
 from __future__ import annotations
@@ -60,7 +62,20 @@ class StatsTable:
             return None
         return (now[key] - before[key]) / (now["time"] - before["time"])
 
-    def rows(self) -> list[list[str]]:
+    def source_seconds(self) -> float | None:
+        """How long the source has sent frames (its first to its last), from its latest report."""
+        source = self.latest.get(self.order[0]) if self.order else None
+        return (source or {}).get("elapsed_s") or None
+
+    def run_rate(self, name: str, key: str) -> float | None:
+        """Frames a second over the whole run: the node's count over the source's :meth:`source_seconds`."""
+        seconds, report = self.source_seconds(), self.latest.get(name)
+        return report[key] / seconds if seconds and report is not None else None
+
+    def rows(self, totals: bool = False) -> list[list[str]]:
+        """A row per node: its last period (rates between its last two reports), or with ``totals`` the whole run
+        (rates over the source's sending time, latency over every frame, CPU a frame in the steady state)."""
+        rate = self.run_rate if totals else self.rate
         rows = []
         for name in [*self.order, *sorted(set(self.latest) - set(self.order))]:
             report = self.latest.get(name)
@@ -68,11 +83,12 @@ class StatsTable:
                 rows.append([name, "(not reporting yet)"])
                 continue
             is_source = bool(report.get("source"))
-            latency, cpu = report["latency_ms"], report.get("cpu") or {}
-            rows.append([name, _number(None if is_source else self.rate(name, "in")), _number(self.rate(name, "out")),
-                         _number(latency["p50"]), _number(latency["p99"]),
+            latency, cpu = report.get("latency_ms_total" if totals else "latency_ms") or {}, report.get("cpu") or {}
+            rows.append([name, _number(None if is_source else rate(name, "in")), _number(rate(name, "out")),
+                         _number(latency.get("p50")), _number(latency.get("p99")),
                          _number((report.get("latency_ms_steady") or {}).get("p99")),
-                         _number(cpu.get("cpu_ms_per_frame")), _number(cpu.get("cpu_percent")),
+                         _number(cpu.get("cpu_ms_per_frame_steady" if totals else "cpu_ms_per_frame")),
+                         _number(None if totals else cpu.get("cpu_percent")),
                          *("-" if is_source else str(report[key]) for key in ("checked", "bad", "stale", "lost")),
                          str(report.get("leases_held", "-")),
                          "-" if is_source else str(report.get("same_process_reads", "-")),
@@ -86,11 +102,12 @@ class StatsTable:
             by_pid.setdefault(report["pid"], []).append(name)
         return [sorted(names) for names in by_pid.values() if len(names) > 1]
 
-    def render(self) -> str:
+    def render(self, totals: bool = False) -> str:
+        """The table of :meth:`rows`; with ``totals``, a line says what its figures are over."""
         header = "".join(title.ljust(width) if i in (0, len(_COLUMNS) - 1) else title.rjust(width)
                          for i, (title, width) in enumerate(_COLUMNS)).rstrip()
         lines = [header]
-        for row in self.rows():
+        for row in self.rows(totals):
             if len(row) == 2:
                 lines.append(row[0].ljust(_COLUMNS[0][1]) + row[1])
             else:
@@ -98,6 +115,11 @@ class StatsTable:
                                      for i, (cell, (_, width)) in enumerate(zip(row, _COLUMNS, strict=True))).rstrip())
         for names in self.shared_processes():
             lines.append(f"(cpu of {', '.join(names)}: their one process's)")
+        if totals:
+            seconds = self.source_seconds()
+            over = f"the {self.order[0]}'s {seconds:.1f} s of sending" if seconds else "no frame sent"
+            lines.append(f"(the whole run: in/s and out/s over {over}; p50 and p99 over every frame; "
+                         "cpu ms/f in the steady state)")
         return "\n".join(lines)
 
 

@@ -267,7 +267,8 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
         _watch(spinner, table, children, screen, started, restarts, watcher)
     except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C: stop the nodes, keep what they reported
         interrupted = True
-        _collect_last_reports(spinner, table, pipeline.source)
+        _collect_last_reports(spinner, table)
+        screen.show(f"{screen.title}  t={time.monotonic() - started:.0f}s (stopped)\n{table.render(totals=True)}")
     except PipelineFailed as early:  # stopped below; the summary says what was reported, marked failed
         early.summary = {"failure": early.reason}
         raise
@@ -379,23 +380,22 @@ def _init_keeping_ctrl_c(rclpy: Any) -> None:
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
 
 
-def _collect_last_reports(spinner: Any, table: StatsTable, source: str | None = None, seconds: float = 2.5) -> None:
-    """After Ctrl-C: a fresh report from every consumer, then one from ``source`` sent after all of them, so the
-    frames published are counted after the last frame checked (a consumer never checks more than was sent);
-    unless Ctrl-C again or ``seconds`` pass."""
-    stop = time.time()
-    deadline = time.monotonic() + seconds
-    consumers = [name for name in table.latest if name != source]
-
-    def fresh(name: str, after: float) -> bool:
-        return table.latest[name]["time"] > after
-
+def _collect_last_reports(spinner: Any, table: StatsTable, seconds_each: float = 2.0) -> None:
+    """After Ctrl-C, while frames still flow: a fresh report from every node, last node first, each node's sent
+    after the report taken of the node after it in the pipeline (nodes are listed upstream first).  A node's count
+    then covers every frame the nodes downstream of it counted: the camera's frames published are at least every
+    consumer's checked, preprocess's frames sent at least what inference checked.  (Taken at one moment instead,
+    a node a report behind another showed fewer frames than the node reading it.)  A node without a fresh
+    report within ``seconds_each`` (stopped, restarting) keeps its last; Ctrl-C again keeps what is there."""
+    after = time.time()
     try:
-        while time.monotonic() < deadline and not all(fresh(name, stop) for name in consumers):
-            spinner.spin_once(timeout_sec=0.1)
-        last_check = max([table.latest[name]["time"] for name in consumers] or [stop])
-        while source in table.latest and time.monotonic() < deadline and not fresh(source, last_check):
-            spinner.spin_once(timeout_sec=0.1)
+        for name in reversed(table.order):
+            if name not in table.latest:
+                continue
+            deadline = time.monotonic() + seconds_each
+            while time.monotonic() < deadline and table.latest[name]["time"] <= after:
+                spinner.spin_once(timeout_sec=0.1)
+            after = max(after, table.latest[name]["time"])
     except Exception:  # the context was shut down by rclpy's own handler, or Ctrl-C again: keep what we have
         return
 
@@ -452,7 +452,7 @@ def _watch(spinner: Any, table: StatsTable, children: list[_Child], screen: _Scr
         stable = stable + 1 if current == signature else 0
         signature = current
         if stable >= DRAIN_REPORTS * len(table.latest):
-            screen.show(f"{screen.title}  t={now - started:.0f}s (done)\n{table.render()}")
+            screen.show(f"{screen.title}  t={now - started:.0f}s (done)\n{table.render(totals=True)}")
             return
 
 
