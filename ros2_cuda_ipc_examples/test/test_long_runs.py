@@ -72,6 +72,24 @@ def test_a_restarted_node_s_counters_add_to_its_earlier_lives():
     assert table.latest["encoder"]["checked"] == 49  # the earlier life is added once, not per report
 
 
+def test_a_killed_source_s_unreported_frames_count_as_published_once_its_readers_report_them():
+    """Before: the pipeline soak said '221 frames published; checked: ... encoder 230': a camera SIGKILLed a second
+    after its last report had sent frames the encoder checked, and its count ended at that report."""
+    table = StatsTable(["camera", "encoder"])
+    table.add(_report("camera", 100, out=20))  # its last report: then it sends 5 more and is killed
+    table.add(json.dumps({**json.loads(_report("encoder", 300, checked=20, **{"in": 20})),
+                          "in_by_publisher": {"100": 20, "not a pid": 7, "12": "many"}}))
+    table.restarted("camera")
+    table.add(_report("camera", 200, out=3))  # its next life, before the encoder's next report
+    assert table.latest["camera"]["out"] == 20 + 3
+    table.add(json.dumps({**json.loads(_report("encoder", 300, checked=27, **{"in": 28})),
+                          "in_by_publisher": {"100": 25, "200": 3}}))
+    table.add(_report("camera", 200, out=4))
+    assert table.latest["camera"]["out"] == 25 + 4 >= table.latest["encoder"]["checked"]
+    assert table.taken_in_from(12) == 0  # what is not a count is left out
+    assert table.latest["camera"]["counts_this_life"]["out"] == 4
+
+
 def test_the_whole_run_s_table_shows_its_rates_and_latency_not_the_last_period_s():
     """Before: the (done) table showed the last period, after the source had stopped: every rate 0.0, every p50 '-'."""
     table = StatsTable(["camera", "encoder"])

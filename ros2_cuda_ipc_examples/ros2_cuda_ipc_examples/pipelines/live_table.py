@@ -23,17 +23,24 @@ _COLUMNS = (("node", 12), ("in/s", 7), ("out/s", 7), ("p50 ms", 8), ("p99 ms", 8
             ("restarts", 9), ("  sends", 32))
 #: The counters a node's report holds since its process started: summed over a restarted node's lives.
 COUNTERS = ("in", "out", "checked", "bad", "stale", "lost", "gone")
+_MAX_PUBLISHERS = 256  # publisher processes a node's taken-in counts are kept for
 
 
 class StatsTable:
-    """Keeps each node's last two reports; :meth:`render` prints them as rows, in the pipeline's order."""
+    """Keeps each node's last two reports; :meth:`render` prints them as rows, in the pipeline's order.
+
+    A restarted node's counters add its ended lives' (each life's last report).  A life killed outright did
+    not report the frames it sent in its last second, though its readers got them and reported them: the
+    source's frames published count, for each of its ended lives, at least what one reader took in from that
+    life's process (the reports' ``in_by_publisher``).  So no reader shows more frames checked than were sent."""
 
     def __init__(self, order: list[str]) -> None:
         self.order = order
         self.latest: dict[str, dict[str, Any]] = {}
         self.restarts: dict[str, int] = {}
         self._previous: dict[str, dict[str, Any]] = {}
-        self._earlier_lives: dict[str, dict[str, int]] = {}
+        self._ended: dict[str, list[tuple[int, dict[str, int]]]] = {}  # node: (pid, that life's own counters)
+        self._taken_in: dict[tuple[str, int], dict[int, int]] = {}  # (node, its pid): frames by publisher pid
 
     def add(self, data: str) -> None:
         """One ``pipeline_stats`` message's JSON."""
@@ -42,15 +49,36 @@ class StatsTable:
         name = report["node"].rsplit("/", 1)[-1]
         last = self.latest.get(name)
         if last is not None and last["pid"] != report["pid"]:  # a new life of a restarted node
-            self._earlier_lives[name] = {key: last[key] for key in COUNTERS}
-        report["checked_this_life"] = report.get("checked", 0)
-        earlier = self._earlier_lives.get(name)
-        if earlier is not None:
-            report.update({key: report[key] + earlier[key] for key in COUNTERS})
+            self._ended.setdefault(name, []).append((last["pid"], last["counts_this_life"]))
+        report["counts_this_life"] = {key: report[key] for key in COUNTERS}
+        report["checked_this_life"] = report["checked"]
+        self._count_taken_in(name, report)
+        for pid, counts in self._ended.get(name, []):
+            report.update({key: report[key] + counts[key] for key in COUNTERS})
+            if self.order and name == self.order[0]:  # its unreported last frames, as its readers counted them
+                report["out"] += max(0, self.taken_in_from(pid) - counts["out"])
         report["restarts"] = self.restarts.get(name, 0)
         if last is not None:
             self._previous[name] = last
         self.latest[name] = report
+
+    def _count_taken_in(self, name: str, report: dict[str, Any]) -> None:
+        """Keep the highest count of frames this life of ``name`` took in from each publisher pid (a report from the
+        network: what is not a pid and a count is left out, and so are publishers past the first few hundred)."""
+        counts = self._taken_in.setdefault((name, report["pid"]), {})
+        given = report.get("in_by_publisher")
+        for pid, taken in (given.items() if isinstance(given, dict) else ()):
+            if not (str(pid).isdigit() and type(taken) is int) or (int(pid) not in counts
+                                                                  and len(counts) >= _MAX_PUBLISHERS):
+                continue
+            counts[int(pid)] = max(counts.get(int(pid), 0), taken)
+
+    def taken_in_from(self, publisher_pid: int) -> int:
+        """The most frames one node (all its lives) reported taking in from the process ``publisher_pid``."""
+        by_node: dict[str, int] = {}
+        for (name, _), counts in self._taken_in.items():
+            by_node[name] = by_node.get(name, 0) + counts.get(publisher_pid, 0)
+        return max(by_node.values(), default=0)
 
     def restarted(self, name: str) -> None:
         """The runner started ``name`` again."""
