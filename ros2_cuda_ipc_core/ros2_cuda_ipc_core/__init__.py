@@ -39,6 +39,7 @@ from .read_handle import ReadHandle
 from .reader import Reader
 from .shutdown import run_nodes, run_tool, stop_reason
 from .streams import StreamLike
+from .topic_check import DEFAULT_CHECK_DELAY, TopicCheck, check_topic, message_type_name
 from .transfer import copy_rows, copy_strided
 from .typed import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -67,6 +68,7 @@ from .typed import (
 
 __all__ = [
     "CROSS_DEVICE_MODES",
+    "DEFAULT_CHECK_DELAY",
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_REUSE_DELAY",
     "DIAGNOSTICS_TOPIC",
@@ -106,6 +108,7 @@ __all__ = [
     "StreamLike",
     "StridedLayout",
     "StridedSource",
+    "TopicCheck",
     "TwinSpec",
     "TwinUpload",
     "TypedFrame",
@@ -118,6 +121,7 @@ __all__ = [
     "bounded_number",
     "check_frame_bytes",
     "check_reuse_delay",
+    "check_topic",
     "copy_rows",
     "copy_strided",
     "cuda_device_count",
@@ -125,6 +129,7 @@ __all__ = [
     "encode_jpeg",
     "jpeg_backend",
     "message_bytes",
+    "message_type_name",
     "node_help",
     "parameter_table",
     "plain_text",
