@@ -60,7 +60,7 @@ class TopicCheck:
 
     def problem(self) -> str | None:
         """What the graph has on the topic now, when no publisher of an expected type is there; else None."""
-        types = {info.topic_type for info in self._node.get_publishers_info_by_topic(self.topic)}
+        types = self._published_types(self.topic)
         wanted = " or ".join(self.expected)
         if types & set(self.expected):
             return None
@@ -68,11 +68,15 @@ class TopicCheck:
         if types:
             return (f"{self.topic}: published as {', '.join(sorted(types))}, not {wanted} ({waited}): none of its "
                     "messages can arrive here")
+        # A topic's types in the graph include its subscribers' (this one's too): ask for its publishers'.
         elsewhere = sorted(name for name, kinds in self._node.get_topic_names_and_types()
-                           if set(kinds) & set(self.expected) and self._node.count_publishers(name))
+                           if set(kinds) & set(self.expected) and self._published_types(name) & set(self.expected))
         there = (f"{wanted} is published on {', '.join(elsewhere[:_NAMED])}{' ...' if len(elsewhere) > _NAMED else ''}"
                  if elsewhere else f"nothing publishes {wanted}")
         return f"{self.topic}: no publisher ({waited}); {there}"
+
+    def _published_types(self, topic: str) -> set[str]:
+        return {info.topic_type for info in self._node.get_publishers_info_by_topic(topic)}
 
 
 def check_topic(node: Any, topic: str, message_types: type | str | Sequence[type | str],
