@@ -185,3 +185,24 @@ def test_cuda_blocks_marked_runs_use_no_name_they_do_not_define():
     for snippet in CUDA_RUNS:
         assert not _undefined_names(snippet.code), (snippet.name, _undefined_names(snippet.code))
     assert _undefined_names("frame = torch.zeros(1)\nmsg.core = 1") == {"torch", "msg"}  # the check's own check
+
+
+ROS2_RUN = re.compile(r"\bros2 run ([a-z0-9_]+) ([a-z0-9_]+)")
+
+
+def test_every_ros2_run_names_an_executable_a_make_setup_workspace_has_on_its_path():
+    """A ``make setup`` workspace has no ``ros2`` command: the examples README says so and to type the executable
+    itself, which works only if every ``ros2 run PACKAGE EXECUTABLE`` the READMEs show is on the workspace's PATH."""
+    import os
+    import shutil
+
+    if shutil.which("ros2") is not None:
+        pytest.skip("a ROS install: ros2 run works here, and its executables are not on PATH")
+    runs = {match.groups() for readme in READMES for match in ROS2_RUN.finditer(readme.read_text())}
+    assert runs, "no ros2 run in the READMEs"
+    for package, executable in sorted(runs):
+        found = shutil.which(executable)
+        assert found and f"{os.sep}lib{os.sep}{package}{os.sep}" in found, (package, executable, found)
+    first = (ROOT / "ros2_cuda_ipc_examples" / "README.md").read_text()
+    said = first.index("`ros2 run PACKAGE EXECUTABLE` needs a ROS 2 install")
+    assert said < first.index("ros2 run ros2_cuda_ipc_examples synthetic_camera"), "said after the first example"
