@@ -109,6 +109,17 @@ def test_the_whole_run_s_table_shows_its_rates_and_latency_not_the_last_period_s
                                               "p50 and p99 over every frame; cpu ms/f in the steady state)")
 
 
+def test_the_readme_s_sample_table_is_the_one_the_runner_prints_at_the_end():
+    """Before: the README's sample had other columns and real rates, where the runner's (done) table said 0.0 and '-'."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text().splitlines()
+    title = next(i for i, line in enumerate(readme) if line.startswith("fanout · ") and line.endswith("(done)"))
+    table = StatsTable(["camera"])
+    assert readme[title + 1] == table.render(totals=True).splitlines()[0]  # the header
+    assert readme[title + 7].startswith("(the whole run: in/s and out/s over the camera's ")
+    rates = [float(line.split()[1]) for line in readme[title + 3:title + 7]]
+    assert all(rate > 0 for rate in rates), readme[title + 2:title + 7]
+
+
 def test_nodes_of_one_process_are_named_as_sharing_its_cpu():
     table = StatsTable(["camera", "encoder", "preview"])
     for name in ("camera", "encoder"):
