@@ -7,6 +7,7 @@ turns the descriptor back into a leased, read-only view of the very same memory.
 (images, point clouds) build on.
 """
 
+from .arguments import bounded_number
 from .cross_device import CROSS_DEVICE_MODES, CrossDevice
 from .cuda_array import CudaArray
 from .cuda_driver import device_count as cuda_device_count
@@ -35,6 +36,7 @@ from .read_handle import ReadHandle
 from .reader import Reader
 from .shutdown import run_nodes, run_tool, stop_reason
 from .streams import StreamLike
+from .topic_check import DEFAULT_CHECK_DELAY, TopicCheck, check_topic, message_type_name
 from .transfer import copy_rows, copy_strided
 from .typed import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -65,6 +67,7 @@ from .views import beyond_array_limits
 
 __all__ = [
     "CROSS_DEVICE_MODES",
+    "DEFAULT_CHECK_DELAY",
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_REUSE_DELAY",
     "DIAGNOSTICS_TOPIC",
@@ -110,6 +113,7 @@ __all__ = [
     "StreamLike",
     "StridedLayout",
     "StridedSource",
+    "TopicCheck",
     "TwinSpec",
     "TwinUpload",
     "TypedFrame",
@@ -120,8 +124,10 @@ __all__ = [
     "TypedView",
     "UploadBridge",
     "beyond_array_limits",
+    "bounded_number",
     "check_frame_bytes",
     "check_reuse_delay",
+    "check_topic",
     "copy_rows",
     "copy_strided",
     "cuda_device_count",
@@ -130,6 +136,7 @@ __all__ = [
     "executor_factory",
     "jpeg_backend",
     "message_bytes",
+    "message_type_name",
     "new_executor",
     "node_help",
     "parameter_table",

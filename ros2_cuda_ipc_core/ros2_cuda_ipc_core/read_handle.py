@@ -59,6 +59,12 @@ class ReadHandle:
         return self._desc.byte_size
 
     @property
+    def publisher_pid(self) -> int:
+        """The process id the descriptor names as its publisher's: for bookkeeping (which life of a restarted
+        publisher a frame came from), not a proof of anything."""
+        return self._desc.publisher_pid
+
+    @property
     def memory(self) -> str:
         return MEMORY_NAMES[self._desc.memory]
 

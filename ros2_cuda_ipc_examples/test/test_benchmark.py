@@ -71,7 +71,10 @@ def test_both_modes_on_host_memory_write_well_formed_outputs(tmp_path: Path) -> 
         assert "matplotlib is not installed: no plots" in out.stdout
     else:
         for name in ("latency_cdf.png", "fps.png"):
-            assert (tmp_path / "run" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+            png = (tmp_path / "run" / name).read_bytes()
+            assert png[:8] == b"\x89PNG\r\n\x1a\n"
+            width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")  # IHDR
+            assert width >= 1200 and height >= 800, f"{name} is {width} x {height} px (before: about 250 x 200)"
 
 
 def _gpu_library() -> str | None:
@@ -167,11 +170,15 @@ def test_a_dying_consumer_is_reported_at_once(tmp_path: Path) -> None:
 
 
 def test_sigint_ends_the_run_with_exit_0_and_no_traceback(tmp_path: Path) -> None:
+    """Before the first case ends: nothing is written, and it says so (before: '(written as results-partial.*)')."""
     run, consumer = _start_long_run(tmp_path)
     run.send_signal(signal.SIGINT)
     stdout, stderr = run.communicate(timeout=60)
     assert run.returncode == 0, stdout + stderr
     assert "Traceback" not in stderr
+    assert "benchmark: interrupted by Ctrl-C after 0 of 2 cases in " in stdout, stdout
+    assert stdout.rstrip().endswith("(nothing written: no case had ended)"), stdout
+    assert not list(tmp_path.glob("results*")), list(tmp_path.iterdir())
     assert not Path(f"/proc/{consumer}").exists() or "zombie" in Path(f"/proc/{consumer}/status").read_text()
 
 

@@ -139,3 +139,64 @@ def test_a_gpu_only_mode_is_refused_at_once_without_a_gpu(module):
     assert out.returncode == 2 and "--memory cuda cannot be used here" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
     print(f"{module}: refused in {took:.1f} s")
+
+
+#: The example nodes' executables as two pipelines: executable, node name, parameters, remappings (the cloud preview's
+#: output renamed: the image preview's has another type). The sources run until stopped.
+EXECUTABLE_PIPELINES = [
+    ("synthetic_camera", "camera", ["memory:=host", "width:=160", "height:=120", "fps:=10.0", "wait_for_subscribers:=3"],
+     []),
+    ("preprocess", "preprocess", ["wait_for_subscribers:=1"], []),
+    ("inference_like", "inference", [], []),
+    ("encoder_like", "encoder", [], []),
+    ("preview", "preview", [], []),
+    ("synthetic_lidar", "lidar", ["memory:=host", "rings:=16", "columns:=256", "wait_for_subscribers:=1"], []),
+    ("voxel_downsample", "voxel", ["wait_for_subscribers:=1"], []),
+    ("cloud_preview", "cloud_preview", [], ["preview:=cloud_preview_out"]),
+]
+
+
+def test_every_node_executable_runs_its_node_until_ctrl_c():
+    """The main path of each example node's executable, as installed: the camera's and the LiDAR's frames go through
+    the others (each checks them), then SIGINT ends every one with exit code 0."""
+    import json
+    import shutil
+    import signal
+
+    import rclpy
+    from std_msgs.msg import String
+
+    namespace = "/executables"
+    children = {}
+    for executable, name, parameters, remappings in EXECUTABLE_PIPELINES:
+        path = shutil.which(executable)
+        assert path is not None, f"{executable} is not on PATH"
+        args = ["--ros-args", "-r", f"__node:={name}", "-r", f"__ns:={namespace}",
+                *(arg for p in parameters for arg in ("-p", p)), *(arg for r in remappings for arg in ("-r", r))]
+        children[name] = subprocess.Popen([path, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    checked: dict[str, int] = {}
+
+    def on_report(msg: String) -> None:
+        report = json.loads(msg.data)
+        checked[report["node"].rsplit("/", 1)[-1]] = report["checked"]
+
+    consumers = [name for _, name, _, _ in EXECUTABLE_PIPELINES if name not in ("camera", "lidar")]
+    rclpy.init()
+    node = rclpy.create_node("executables_watch", namespace=namespace)
+    try:
+        node.create_subscription(String, "pipeline_stats", on_report, 50)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not all(checked.get(name, 0) > 0 for name in consumers):
+            ended = {name: child.communicate()[1] for name, child in children.items() if child.poll() is not None}
+            assert not ended, ended
+            rclpy.spin_once(node, timeout_sec=0.1)
+        assert all(checked.get(name, 0) > 0 for name in consumers), checked
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()
+        for child in children.values():
+            if child.poll() is None:
+                child.send_signal(signal.SIGINT)
+        errors = {name: child.communicate(timeout=30)[1] for name, child in children.items()}
+    for name, child in children.items():
+        assert child.returncode == 0 and "Traceback" not in errors[name], (name, child.returncode, errors[name])

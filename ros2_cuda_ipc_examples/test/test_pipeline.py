@@ -19,8 +19,9 @@ from ros2_cuda_ipc_examples.nodes.arrays import cuda_unavailable_reason as unava
 from ros2_cuda_ipc_examples.nodes.png import read_png
 from ros2_cuda_ipc_examples.nodes.scene import Probe
 from ros2_cuda_ipc_examples.pipelines import demo, runner
+from ros2_cuda_ipc_examples.pipelines.arguments import add_run_arguments, options_from
 from ros2_cuda_ipc_examples.pipelines.definitions import Pipeline, PipelineOptions, fanout, lidar
-from ros2_cuda_ipc_examples.pipelines.runner import PipelineFailed, add_run_arguments, options_from, run_pipeline
+from ros2_cuda_ipc_examples.pipelines.runner import PipelineFailed, run_pipeline
 from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL, ComponentSpec, follow_runner
 
 FRAMES = 20

@@ -63,6 +63,39 @@ def test_ctrl_c_counts_every_checked_frame_as_published_even_when_started_with_s
     assert summary["interrupted"] and summary["frames_published"] > 0
     for name, checked in summary["frames_checked"].items():
         assert checked <= summary["frames_published"], (name, checked, summary["frames_published"])
+    nodes = summary["nodes"]  # inference reads what preprocess sends: it cannot have checked more (it did, once)
+    assert nodes["inference"]["checked"] <= nodes["preprocess"]["out"], (nodes["inference"], nodes["preprocess"])
+    assert "(stopped)" in out and "(the whole run: in/s and out/s over the camera's" in out, out
+
+
+def _table_after(out: str, title_end: str) -> dict[str, list[str]]:
+    """The rows of the table printed after the title line ending ``title_end``, by node."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.endswith(title_end)) + 2  # the title, the header
+    rows = {}
+    for line in lines[start:]:
+        if not line or line.startswith("("):
+            break
+        rows[line.split()[0]] = line.split()
+    return rows
+
+
+@pytest.mark.timeout(240)
+def test_a_run_to_its_end_prints_the_whole_run_s_table_and_outcome(tmp_path):
+    """The main path: ``pipeline fanout --frames N`` to the end.  Before, its (done) table showed every rate as 0.0 and
+    every p50 as '-' (the last period's, after the camera had stopped)."""
+    out = subprocess.run([*PIPELINE, "fanout", "--frames", "16", "--size", "160x120", "--fps", "8", "--memory", "host",
+                          "--blocks", "8", "--out", str(tmp_path), "--namespace", "/run_to_end"],
+                         capture_output=True, text=True, timeout=200)
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = _table_after(out.stdout, "(done)")
+    assert list(rows) == ["camera", "preprocess", "inference", "encoder", "preview"], out.stdout
+    assert float(rows["camera"][2]) > 0  # out/s over the run
+    for name in ("preprocess", "inference", "encoder", "preview"):
+        in_rate, p50, p99, checked = float(rows[name][1]), float(rows[name][3]), float(rows[name][4]), int(rows[name][8])
+        assert in_rate > 0 and 0 < p50 <= p99 and 0 < checked <= 16, (name, rows[name])
+    assert "(the whole run: in/s and out/s over the camera's" in out.stdout
+    assert "fanout: 16 frames published" in out.stdout and "fanout: summary " in out.stdout
 
 
 @pytest.mark.timeout(240)

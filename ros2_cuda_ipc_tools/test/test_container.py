@@ -109,9 +109,17 @@ RUN_COMPONENT = [sys.executable, "-m", "ros2_cuda_ipc_tools.components.run_compo
 def test_run_component_answers_help_and_refuses_what_it_cannot_run():
     helped = subprocess.run([*RUN_COMPONENT, "--help"], capture_output=True, text=True, timeout=60)
     assert helped.returncode == 0 and "package::Class" in helped.stdout and CAMERA in helped.stdout.split()
-    for args, says in (([], "usage:"), (["--bogus"], "usage:"), (["nope::Nope"], "no component named 'nope::Nope'")):
+    for args, says in ((["--bogus"], "usage:"), (["nope::Nope"], "no component named 'nope::Nope'")):
         out = subprocess.run([*RUN_COMPONENT, *args], capture_output=True, text=True, timeout=60)
         assert out.returncode == 2 and says in out.stderr and "Traceback" not in out.stderr, (args, out.stderr)
+
+
+def test_run_component_with_no_argument_says_to_give_a_component_and_lists_them():
+    """Before: 'the following arguments are required: PACKAGE::CLASS, node_arguments'."""
+    out = subprocess.run(RUN_COMPONENT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "give the component to run, as PACKAGE::CLASS; registered components" in out.stderr, out.stderr
+    assert CAMERA in out.stderr.split() and "node_arguments" not in out.stderr
 
 
 def test_pipeline_file(tmp_path):

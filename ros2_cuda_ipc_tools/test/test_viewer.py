@@ -169,6 +169,69 @@ def test_a_silent_topic_shows_waiting(tmp_path):
 
 
 @needs_egl
+def test_a_misspelt_topic_and_one_of_another_type_are_named_and_a_snapshot_never_made_fails(tmp_path):
+    """Before: the viewer logged only 'drawing with llvmpipe', and on Ctrl-C exited 0 without the snapshot asked for
+    and without saying that no frame had come."""
+    peers = [subprocess.Popen([sys.executable, PEER, *args], stdout=subprocess.DEVNULL)
+             for args in (["image", "rgba8", "32", "24", "host", "viewer_test_spelt"],
+                          ["cloud", "xyzi", "host", "viewer_test_a_cloud"])]
+    snapshot = tmp_path / "never.png"
+    viewer = subprocess.Popen([*VIEWER, "viewer_test_spelt_wrong", "viewer_test_a_cloud", "--headless", "--snapshot",
+                               str(snapshot), "--frames", "2", "--size", "64x48"], stderr=subprocess.PIPE, text=True)
+    try:
+        said = [line_with(viewer.stderr, ": no publisher (after 3 s)"), line_with(viewer.stderr, ": published as ")]
+        viewer.send_signal(signal.SIGINT)
+        rest = viewer.communicate(timeout=30)[1]
+    finally:
+        viewer.kill()
+        for peer in peers:
+            peer.send_signal(signal.SIGTERM)
+            peer.wait(timeout=30)
+    assert "/viewer_test_spelt_wrong: no publisher (after 3 s); ros2_cuda_ipc_msgs/msg/GpuImage is published on " \
+           "/viewer_test_spelt" in said[0], said
+    assert "/viewer_test_a_cloud: published as ros2_cuda_ipc_msgs/msg/GpuPointCloud2, not " \
+           "ros2_cuda_ipc_msgs/msg/GpuImage" in said[1], said
+    assert viewer.returncode == 1 and not snapshot.exists(), rest
+    assert rest.strip().splitlines()[-1] == (f"viewer: no frame came on /viewer_test_spelt_wrong, /viewer_test_a_cloud: "
+                                             f"no snapshot written to {snapshot}"), rest
+
+
+@needs_egl
+def test_the_snapshot_s_overlay_counts_what_the_stop_says(tmp_path):
+    """Before: the overlay said 'frames 12' (its text a second old) where the log said 'every topic had 20 frames on
+    screen'.  Now the last draw's overlay and the stop line give the same counts."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    from ros2_cuda_ipc_tools.viewer import Viewer
+
+    peer = subprocess.Popen([sys.executable, PEER, "image", "rgba8", "32", "24", "host", "viewer_test_counts"],
+                            stdout=subprocess.DEVNULL)
+    rclpy.init()
+    try:
+        viewer = Viewer(parameter_overrides=[Parameter("images", value="viewer_test_counts"),
+                                             Parameter("headless", value=True), Parameter("frames", value=10),
+                                             Parameter("snapshot_path", value=str(tmp_path / "counts.png")),
+                                             Parameter("width", value=320), Parameter("height", value=240)])
+        executor = SingleThreadedExecutor()
+        executor.add_node(viewer)
+        deadline = time.monotonic() + 60
+        while rclpy.ok() and time.monotonic() < deadline:  # until the viewer stops itself, with the snapshot
+            executor.spin_once(timeout_sec=0.1)
+        stream = viewer.streams[0]
+        assert viewer.snapshots == 1 and stream.drawn == 10, (viewer.snapshots, stream.drawn)
+        assert f"frames {stream.received}  drawn 10  refused 0" in viewer._overlays[0].text, viewer._overlays[0].text
+        assert viewer._counts() == f"viewer_test_counts: frames {stream.received}, drawn 10"
+        executor.remove_node(viewer)
+        viewer.destroy_node()
+    finally:
+        rclpy.try_shutdown()
+        peer.send_signal(signal.SIGTERM)
+        peer.wait(timeout=30)
+
+
+@needs_egl
 def test_a_frame_it_cannot_draw_is_refused_and_the_other_topics_go_on():
     import rclpy
     from rclpy.executors import SingleThreadedExecutor

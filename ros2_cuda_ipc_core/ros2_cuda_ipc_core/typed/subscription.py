@@ -37,6 +37,7 @@ from ..direct.wire import Frame
 from ..errors import CudaUnavailableError, InvalidDescriptorError, PoolUnavailableError, Ros2CudaIpcError, StaleDescriptorError
 from ..pool import MemoryKind
 from ..streams import StreamLike
+from ..topic_check import check_topic
 from .reader import TypedReader
 from .twins import twin_topic
 from .upload import TwinUpload
@@ -126,6 +127,7 @@ class TypedSubscription(Generic[V]):
         self._direct_layouts: dict[tuple[InstanceKey, int, int], Any] = {}
         self._headers: HeaderSpares | None = None
         self._subscription = node.create_subscription(message_type, topic, self._on_descriptor, qos)
+        self._topic_check = check_topic(node, topic, message_type)  # a misspelt topic, or one of another type, is said
         self.topic = str(self._subscription.topic_name)
         self.twin_topic = fallback_topic or twin_topic(self.topic)
         self._twin_subscription: Any = None
@@ -191,6 +193,7 @@ class TypedSubscription(Generic[V]):
 
     def _on_descriptor(self, msg: Any) -> None:
         """A descriptor from DDS (the executor's thread): handled here, or on the delivery thread when direct."""
+        self._topic_check.cancel()
         self._arrived["dds"] += 1
         if self._receiver is None:
             self._handle_descriptor(msg)
@@ -351,6 +354,7 @@ class TypedSubscription(Generic[V]):
 
     def close(self) -> None:
         """Stop delivering, withdraw both subscriptions and the local fallback blocks (views still held keep theirs)."""
+        self._topic_check.cancel()
         if self._receiver is not None:
             self._receiver.close()
         self._node.destroy_subscription(self._subscription)

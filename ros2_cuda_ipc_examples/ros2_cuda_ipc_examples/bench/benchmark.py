@@ -36,7 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, tool_parser
+from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, bounded_number, tool_parser
 
 from . import plots, results
 from .arrays import GPU_LIBRARIES, installed_gpu_libraries
@@ -49,18 +49,6 @@ CONSUMER_START_TIMEOUT_S = 60.0
 
 class ConsumerFailed(RuntimeError):
     """The consumer process ended before the run did."""
-
-
-def _bounded(kind: type, low: float, high: float) -> Any:
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text} is outside {low:g}..{high:g}")
-        return value
-    return parse
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -78,24 +66,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--payloads", nargs="+", type=parse_payload, default=default_payloads(),
                         help="rgba8 images as WIDTHxHEIGHT, and 'ouster' (a 128 x 1024 cloud of 48-byte points; "
                              "needs ros2_cuda_ipc_pointcloud)")
-    parser.add_argument("--rates", nargs="+", type=_bounded(float, 0.1, 10000), default=[30.0],
+    parser.add_argument("--rates", nargs="+", type=bounded_number(float, 0.1, 10000), default=[30.0],
                         help="latency mode: frames per second, one pass per rate")
-    parser.add_argument("--frames", type=_bounded(int, 1, 1_000_000), default=300,
+    parser.add_argument("--frames", type=bounded_number(int, 1, 1_000_000), default=300,
                         help="measured frames per case (transport x payload x rate)")
-    parser.add_argument("--warmup", type=_bounded(int, 0, 10_000), default=5,
+    parser.add_argument("--warmup", type=bounded_number(int, 0, 10_000), default=5,
                         help="frames sent first in each case and not measured (pool import, first-use costs)")
-    parser.add_argument("--blocks", type=_bounded(int, 2, 64), default=4, help="blocks per ros2_cuda_ipc pool")
-    parser.add_argument("--reuse-delay", type=_bounded(float, 0, 1), default=DEFAULT_REUSE_DELAY, metavar="SECONDS",
+    parser.add_argument("--blocks", type=bounded_number(int, 2, 64), default=4, help="blocks per ros2_cuda_ipc pool")
+    parser.add_argument("--reuse-delay", type=bounded_number(float, 0, 1), default=DEFAULT_REUSE_DELAY, metavar="SECONDS",
                         help="a published block is reused only this long after: a pool of N blocks publishes at "
                              "most N / SECONDS frames a second (0: as soon as the consumer lets go)")
-    parser.add_argument("--in-flight", type=_bounded(int, 1, 63), default=2,
+    parser.add_argument("--in-flight", type=bounded_number(int, 1, 63), default=2,
                         help="throughput mode: frames sent and not yet acknowledged by the consumer, at most")
-    parser.add_argument("--case-seconds", type=_bounded(float, 1, 3600), default=15.0,
+    parser.add_argument("--case-seconds", type=bounded_number(float, 1, 3600), default=15.0,
                         help="throughput mode: a case stops sending after this long (a stalling transport cannot "
                              "stretch the run)")
     parser.add_argument("--gpu-library", choices=["auto", *GPU_LIBRARIES], default="auto",
                         help="who touches GPU frames in both processes: auto = torch if installed, else cupy")
-    parser.add_argument("--consumer-device", type=_bounded(int, 0, 63), default=0, metavar="GPU",
+    parser.add_argument("--consumer-device", type=bounded_number(int, 0, 63), default=0, metavar="GPU",
                         help="CUDA device of the consumer's streams; another than the pools' (0) times a cross-device "
                              "read: a peer mapping where the GPUs reach each other, else one copy")
     parser.add_argument("--executor", choices=["single", "events"], default="single",
@@ -244,11 +232,12 @@ def run(args: argparse.Namespace, plan: Plan, notes: list[str], outcome: dict[st
           f"outputs in {args.out}/", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     run_record = new_run_record(args, plan, notes)
-    consumer = ConsumerProcess(plan)
-    rclpy.init()
-    node = rclpy.create_node("ros2_cuda_ipc_benchmark_producer")
-    producer = None
-    try:
+    consumer: ConsumerProcess | None = None
+    node = producer = None
+    try:  # a stop from here on is said, and what ran written
+        consumer = ConsumerProcess(plan)
+        rclpy.init()
+        node = rclpy.create_node("ros2_cuda_ipc_benchmark_producer")
         producer = Producer(node, plan, consumer.check)
         if not producer.wait_for_consumer(CONSUMER_START_TIMEOUT_S):
             raise ConsumerFailed(f"the consumer did not discover this process's publishers within "
@@ -271,9 +260,10 @@ def run(args: argparse.Namespace, plan: Plan, notes: list[str], outcome: dict[st
     finally:
         if producer is not None:
             producer.close()
-        node.destroy_node()
+        if node is not None:
+            node.destroy_node()
         rclpy.try_shutdown()
-        if consumer.process.poll() is None:
+        if consumer is not None and consumer.process.poll() is None:
             consumer.process.terminate()
             consumer.process.wait(timeout=5)
         if run_record["results"]:
@@ -329,8 +319,9 @@ def main(argv: list[str] | None = None) -> None:
     code = run_tool(lambda: run(args, plan, notes, outcome))
     took = time.monotonic() - started
     if outcome:
+        written = "written as results-partial.*" if outcome["cases_done"] else "nothing written: no case had ended"
         print(f"benchmark: interrupted by {outcome['stopped_by']} after {outcome['cases_done']} of "
-              f"{outcome['cases_planned']} cases in {took:.0f} s (written as results-partial.*)", flush=True)
+              f"{outcome['cases_planned']} cases in {took:.0f} s ({written})", flush=True)
     else:
         print(f"benchmark: done in {took:.0f} s", flush=True)
     raise SystemExit(code)

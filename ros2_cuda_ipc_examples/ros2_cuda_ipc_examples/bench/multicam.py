@@ -17,16 +17,19 @@ import json
 import statistics
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ros2_cuda_ipc_core import run_tool, tool_parser
 
-from ..pipelines.definitions import PipelineOptions, multicam
-from ..pipelines.runner import PipelineFailed, options_from, parse_size, positive_number, run_pipeline
+from ..pipelines.arguments import add_pipeline_arguments, pipeline_options, positive_number
+from ..pipelines.definitions import multicam
+from ..pipelines.runner import PipelineFailed, run_pipeline
 
-__all__ = ["main", "multicam_row"]
+__all__ = ["TRANSPORTS", "main", "multicam_row", "print_rows"]
 
+#: The ways a frame can go from a camera to its readers (the ``transport`` parameter of both ends), and their labels.
 TRANSPORTS = {"ipc": "ros2_cuda_ipc", "sensor_msgs": "sensor_msgs/Image"}
 
 
@@ -70,33 +73,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cameras", type=positive_number(int), default=4, help="cameras (default: %(default)s)")
     parser.add_argument("--readers", type=positive_number(int), default=3,
                         help="encoders reading each camera (default: %(default)s)")
-    parser.add_argument("--size", type=parse_size, default=(1920, 1080), metavar="SIZE",
-                        help="480p, 720p, 1080p, 4k or WIDTHxHEIGHT (default: 1080p)")
-    parser.add_argument("--fps", type=positive_number(float), default=30.0, help="per camera (default: %(default)s)")
     parser.add_argument("--seconds", type=positive_number(float), default=20.0,
                         help="each transport's run (default: %(default)s)")
-    parser.add_argument("--memory", choices=["auto", "cuda", "host"], default="auto",
-                        help="where frames live (sensor_msgs frames are uploaded there) (default: %(default)s)")
-    parser.add_argument("--compose", action="store_true", help="every node in one container process")
-    parser.add_argument("--transports", nargs="+", choices=sorted(TRANSPORTS), default=["ipc", "sensor_msgs"])
-    parser.add_argument("--out", type=Path, default=Path("multicam-output"), help="where multicam.json goes")
+    parser.add_argument("--transports", nargs="+", choices=sorted(TRANSPORTS), default=list(TRANSPORTS),
+                        help=f"which, in turn (default: {' '.join(TRANSPORTS)}); sensor_msgs frames are uploaded "
+                             "to --memory")
+    add_pipeline_arguments(parser, ["multicam"], Path("multicam-output"),
+                           "where multicam.json and each transport's node logs go")
     args = parser.parse_args(argv)
-    args.frames, args.namespace, args.blocks, args.reuse_delay = None, "/multicam", 4, 0.01
-    base, why = options_from(parser, args)
+    base, why = pipeline_options(parser, args, "multicam")
+    base = replace(base, seconds=args.seconds)
     mode = "composed" if args.compose else "separate processes"
     print(f"multicam: {args.cameras} cameras x {args.readers} readers, {base.width}x{base.height} at {base.fps:g} fps, "
           f"{base.memory} memory ({why}), {mode}, {args.seconds:g} s a transport", flush=True)
-    rows, summaries = {}, {}
+    summaries = {}
     for transport in dict.fromkeys(args.transports):
-        options = PipelineOptions(base.width, base.height, base.fps, base.memory, 0, args.seconds,
-                                  f"/multicam_{transport}", args.out / transport, base.block_count, base.reuse_delay)
-        pipeline = multicam(options, transport, args.cameras, args.readers)
+        options = replace(base, namespace=f"{base.namespace}_{transport}", out_dir=base.out_dir / transport)
         try:
-            summaries[transport] = run_pipeline(pipeline, options, compose=args.compose, stream=None)
+            summaries[transport] = run_pipeline(multicam(options, transport, args.cameras, args.readers), options,
+                                                compose=args.compose, stream=None)
         except PipelineFailed as exc:
             print(f"multicam: {TRANSPORTS[transport]}: FAILED: {exc}", file=sys.stderr)
             return 1
-        rows[transport] = multicam_row(summaries[transport], base.fps)
+    rows = {transport: multicam_row(summary, base.fps) for transport, summary in summaries.items()}
+    print_rows(rows)
+    path = base.out_dir / "multicam.json"
+    path.write_text(json.dumps({"rows": rows, "summaries": summaries}, indent=1) + "\n")
+    print(f"multicam: {path}")
+    return 0 if all(row["ok"] for row in rows.values()) else 1
+
+
+def print_rows(rows: dict[str, dict[str, Any]]) -> None:
+    """The table: a row per transport, from :func:`multicam_row`."""
     print(f"  {'transport':<18} {'camera ms/f':>11} {'reader ms/f':>11} {'cores':>6} {'procs':>5} "
           f"{'p50 ms':>7} {'p99 ms':>7} {'checked':>8} {'bad':>4}   (CPU and latency: steady state)")
     for transport, row in rows.items():
@@ -104,10 +112,6 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{_cell(row['reader_cpu_ms_per_frame']):>11} {_cell(row['cores']):>6} {row['processes']:>5} "
               f"{_cell(row['latency_p50_ms'], 1):>7} {_cell(row['latency_p99_ms'], 1):>7} {row['frames_checked']:>8} "
               f"{row['bad']:>4}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "multicam.json").write_text(json.dumps({"rows": rows, "summaries": summaries}, indent=1) + "\n")
-    print(f"multicam: {args.out / 'multicam.json'}")
-    return 0 if all(row["ok"] for row in rows.values()) else 1
 
 
 def console_main() -> None:

@@ -31,9 +31,10 @@ from typing import Any
 
 from ros2_cuda_ipc_tools import STACKS_SIGNAL
 
+from ..pipelines.arguments import parse_size
 from ..pipelines.definitions import PIPELINES, PipelineOptions
 from ..pipelines.live_table import StatsTable
-from ..pipelines.runner import STOP_TIMEOUT, PipelineFailed, parse_size, run_pipeline
+from ..pipelines.runner import STOP_TIMEOUT, PipelineFailed, run_pipeline
 from ..pipelines.stacks import native_stacks
 from .soak import process_usage
 

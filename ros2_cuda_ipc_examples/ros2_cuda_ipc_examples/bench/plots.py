@@ -12,6 +12,9 @@ from .cases import TRANSPORT_LABELS, TRANSPORTS
 
 LATENCY_PNG = "latency_cdf.png"
 FPS_PNG = "fps.png"
+#: Dots per inch, and the smallest figure (inches): 1200 x 800 pixels at least, text readable at full size.
+DPI = 150
+MIN_FIGURE = (8.0, 16 / 3)
 
 
 def matplotlib_missing() -> str | None:
@@ -33,26 +36,26 @@ def draw(results: list[dict[str, Any]], out: Path) -> list[Path]:
     if latency:
         rates = list(dict.fromkeys(row["rate_hz"] for row in latency))
         payloads = list(dict.fromkeys(row["payload"] for row in latency))
-        fig, axes = plt.subplots(len(rates), len(payloads), figsize=(3.6 * len(payloads), 2.8 * len(rates)),
-                                 squeeze=False, sharex=True, sharey=True)
+        size = (max(MIN_FIGURE[0], 4.0 * len(payloads)), max(MIN_FIGURE[1], 3.2 * len(rates)))
+        fig, axes = plt.subplots(len(rates), len(payloads), figsize=size, squeeze=False, sharex=True, sharey=True)
         for row in latency:
             ax = axes[rates.index(row["rate_hz"])][payloads.index(row["payload"])]
             values = np.sort(row["samples_us"]["ready"])
             ax.step(values, np.arange(1, len(values) + 1) / len(values), where="post",
                     label=TRANSPORT_LABELS[row["transport"]], color=f"C{TRANSPORTS.index(row['transport'])}")
-            ax.set_title(f"{row['payload']} at {row['rate_hz']:g} Hz", fontsize=9)
+            ax.set_title(f"{row['payload']} at {row['rate_hz']:g} Hz", fontsize=11)
         for ax in axes.flat:
             ax.set_xscale("log")
             ax.grid(True, which="both", alpha=0.3)
-            ax.tick_params(labelsize=8)
+            ax.tick_params(labelsize=9)
         for ax in axes[-1]:
-            ax.set_xlabel("publish → consumer-ready (µs)", fontsize=8)
+            ax.set_xlabel("publish → consumer-ready (µs)", fontsize=10)
         for ax in axes[:, 0]:
-            ax.set_ylabel("fraction of frames", fontsize=8)
-        axes[0][0].legend(fontsize=7, loc="lower right")
+            ax.set_ylabel("fraction of frames", fontsize=10)
+        axes[0][0].legend(fontsize=9, loc="lower right")
         fig.tight_layout()
         written.append(out / LATENCY_PNG)
-        fig.savefig(written[-1], dpi=72)
+        fig.savefig(written[-1], dpi=DPI)
         plt.close(fig)
 
     throughput = [row for row in results if row["mode"] == "throughput"]
@@ -60,19 +63,19 @@ def draw(results: list[dict[str, Any]], out: Path) -> list[Path]:
         payloads = list(dict.fromkeys(row["payload"] for row in throughput))
         transports = [name for name in TRANSPORTS if any(row["transport"] == name for row in throughput)]
         width = 0.8 / len(transports)
-        fig, ax = plt.subplots(figsize=(1.8 + 1.6 * len(payloads), 3.2))
+        fig, ax = plt.subplots(figsize=(max(MIN_FIGURE[0], 1.8 + 1.6 * len(payloads)), MIN_FIGURE[1]))
         for offset, name in enumerate(transports):
             rows = {row["payload"]: row["fps"] for row in throughput if row["transport"] == name}
             xs = [index + offset * width for index, payload in enumerate(payloads) if payload in rows]
             ax.bar(xs, [rows[payload] for payload in payloads if payload in rows], width,
                    label=TRANSPORT_LABELS[name], color=f"C{TRANSPORTS.index(name)}")
-        ax.set_xticks([index + 0.4 - width / 2 for index in range(len(payloads))], payloads, fontsize=8)
+        ax.set_xticks([index + 0.4 - width / 2 for index in range(len(payloads))], payloads, fontsize=10)
         ax.set_yscale("log")
-        ax.set_ylabel("verified frames per second", fontsize=8)
+        ax.set_ylabel("verified frames per second", fontsize=10)
         ax.grid(True, axis="y", which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=9)
         fig.tight_layout()
         written.append(out / FPS_PNG)
-        fig.savefig(written[-1], dpi=72)
+        fig.savefig(written[-1], dpi=DPI)
         plt.close(fig)
     return written

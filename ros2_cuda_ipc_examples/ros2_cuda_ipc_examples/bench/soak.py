@@ -563,6 +563,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=None, help="seed of the kill schedule (None: a fresh random one)")
     parser.add_argument("--log-dir", type=Path, default=None, metavar="DIR",
                         help="keep every child's log here (None: a temporary directory, removed when the run passes)")
+    # Only for --help: main() hands a command line with --pipeline to pipeline_soak before this parser sees it.
+    parser.add_argument("--pipeline", metavar="fanout|lidar", default=argparse.SUPPRESS,
+                        help="soak a whole example pipeline instead, its nodes killed at random; it takes its own "
+                             "options (--minutes, --memory, --size, --fps, --seed, --out): soak --pipeline fanout --help")
     parser.add_argument("--role", choices=["supervisor", "publisher", "reader"], default="supervisor",
                         help=argparse.SUPPRESS)
     parser.add_argument("--slot", type=int, default=0, help=argparse.SUPPRESS)

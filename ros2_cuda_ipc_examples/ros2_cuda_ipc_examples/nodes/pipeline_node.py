@@ -40,6 +40,7 @@ __all__ = ["STATS_TOPIC", "ParameterError", "PipelineNode"]
 
 STATS_TOPIC = "pipeline_stats"
 _MAX_LATENCIES = 100_000
+_MAX_PUBLISHERS = 16  # processes whose frames in_by_publisher counts: a restarted publisher is a new one
 
 
 class PipelineNode(Node):
@@ -58,6 +59,9 @@ class PipelineNode(Node):
         super().__init__(default_name, **kwargs)
         self.parameter("diagnostics")  # declared first: the pools and readers made next read it
         self.counts = {"in": 0, "out": 0, "checked": 0, "bad": 0, "stale": 0, "lost": 0, "gone": 0}
+        #: Frames taken in, by the process id that published them: a publisher killed before its last report then
+        #: still has its frames counted by those who got them (see the live table's frames published).
+        self.in_by_publisher: dict[int, int] = {}
         warmup_frames = self.parameter("warmup_frames")
         if warmup_frames < 0:
             raise ParameterError(f"warmup_frames must not be negative, not {warmup_frames}")
@@ -153,6 +157,7 @@ class PipelineNode(Node):
         def on_view(view: Any) -> None:
             watch.seen()
             self.counts["in"] += 1
+            self.taken_from(view.handle.publisher_pid)
             arrays = self.backend(view.memory)
             trace = self._trace
             if trace is not None:  # the subscription has read the frame already: its read is in the wait
@@ -192,6 +197,7 @@ class PipelineNode(Node):
         a stale frame is counted and dropped, so is one whose publisher is gone (it died: a restarted one
         names a new pool), any other transport error counted as bad and logged."""
         self.counts["in"] += 1
+        self.taken_from(msg.core.publisher_pid)
         arrays = self.backend(memory)
         if arrays is None:
             self.counts["bad"] += 1
@@ -219,6 +225,13 @@ class PipelineNode(Node):
         except Ros2CudaIpcError as exc:
             self.counts["bad"] += 1
             self.get_logger().warning(f"frame dropped: {exc}", throttle_duration_sec=5.0)
+
+    def taken_from(self, publisher_pid: int) -> None:
+        """Count a frame taken in from the process ``publisher_pid`` (the descriptor's word; the last
+        ``_MAX_PUBLISHERS`` processes are kept)."""
+        if publisher_pid not in self.in_by_publisher and len(self.in_by_publisher) >= _MAX_PUBLISHERS:
+            del self.in_by_publisher[next(iter(self.in_by_publisher))]
+        self.in_by_publisher[publisher_pid] = self.in_by_publisher.get(publisher_pid, 0) + 1
 
     def frame_seen(self, seq: int) -> None:
         """Count frames the camera numbered but this node never got (dropped on the way)."""
@@ -274,7 +287,8 @@ class PipelineNode(Node):
             counts["in"] += stale
             counts["stale"] += stale
         stats = {"node": self.get_fully_qualified_name(), "kind": type(self).__name__, "pid": os.getpid(),
-                 "time": time.time(), **counts, **read, **self._latencies.report(),
+                 "time": time.time(), **counts, "in_by_publisher": {str(pid): n for pid, n in self.in_by_publisher.items()},
+                 **read, **self._latencies.report(),
                  "cpu": self._cpu.report(self.frames_done()), "gc_pauses": self._gc.report(), "first_drops": self._drops,
                  **self.extra_stats()}
         self._reports.publish(String(data=json.dumps(stats)))

@@ -121,5 +121,5 @@ def lidar(options: PipelineOptions) -> Pipeline:
 
 PIPELINES = {"fanout": fanout, "lidar": lidar}
 #: Frame size (width x height; a LiDAR's columns x rings) and rate when none is given, and the smallest size.
-DEFAULT_SIZES = {"fanout": ((1920, 1080), 30.0), "lidar": ((1024, 64), 10.0)}
-MIN_SIZES = {"fanout": (MIN_WIDTH, MIN_HEIGHT), "lidar": (8, 1)}
+DEFAULT_SIZES = {"fanout": ((1920, 1080), 30.0), "lidar": ((1024, 64), 10.0), "multicam": ((1920, 1080), 30.0)}
+MIN_SIZES = {"fanout": (MIN_WIDTH, MIN_HEIGHT), "lidar": (8, 1), "multicam": (MIN_WIDTH, MIN_HEIGHT)}

@@ -7,6 +7,8 @@ frames checked and bad, stale drops, frames lost on the way, leases held now, re
 a pool of the same process, how often the runner restarted it, and what the node sends when it
 says (``GpuTensor 1x3x224x224 float16``, say). A restarted node's counters
 start again at zero: the table adds its earlier lives' totals, so checked and bad count the run.
+The table of a run that is over (``render(totals=True)``) shows the whole run instead of the last
+period, which after the source stopped holds no frame.
 """
 
 from __future__ import annotations
@@ -21,17 +23,24 @@ _COLUMNS = (("node", 12), ("in/s", 7), ("out/s", 7), ("p50 ms", 8), ("p99 ms", 8
             ("restarts", 9), ("  sends", 32))
 #: The counters a node's report holds since its process started: summed over a restarted node's lives.
 COUNTERS = ("in", "out", "checked", "bad", "stale", "lost", "gone")
+_MAX_PUBLISHERS = 256  # publisher processes a node's taken-in counts are kept for
 
 
 class StatsTable:
-    """Keeps each node's last two reports; :meth:`render` prints them as rows, in the pipeline's order."""
+    """Keeps each node's last two reports; :meth:`render` prints them as rows, in the pipeline's order.
+
+    A restarted node's counters add its ended lives' (each life's last report).  A life killed outright did
+    not report the frames it sent in its last second, though its readers got them and reported them: the
+    source's frames published count, for each of its ended lives, at least what one reader took in from that
+    life's process (the reports' ``in_by_publisher``).  So no reader shows more frames checked than were sent."""
 
     def __init__(self, order: list[str]) -> None:
         self.order = order
         self.latest: dict[str, dict[str, Any]] = {}
         self.restarts: dict[str, int] = {}
         self._previous: dict[str, dict[str, Any]] = {}
-        self._earlier_lives: dict[str, dict[str, int]] = {}
+        self._ended: dict[str, list[tuple[int, dict[str, int]]]] = {}  # node: (pid, that life's own counters)
+        self._taken_in: dict[tuple[str, int], dict[int, int]] = {}  # (node, its pid): frames by publisher pid
 
     def add(self, data: str) -> None:
         """One ``pipeline_stats`` message's JSON."""
@@ -40,15 +49,36 @@ class StatsTable:
         name = report["node"].rsplit("/", 1)[-1]
         last = self.latest.get(name)
         if last is not None and last["pid"] != report["pid"]:  # a new life of a restarted node
-            self._earlier_lives[name] = {key: last[key] for key in COUNTERS}
-        report["checked_this_life"] = report.get("checked", 0)
-        earlier = self._earlier_lives.get(name)
-        if earlier is not None:
-            report.update({key: report[key] + earlier[key] for key in COUNTERS})
+            self._ended.setdefault(name, []).append((last["pid"], last["counts_this_life"]))
+        report["counts_this_life"] = {key: report[key] for key in COUNTERS}
+        report["checked_this_life"] = report["checked"]
+        self._count_taken_in(name, report)
+        for pid, counts in self._ended.get(name, []):
+            report.update({key: report[key] + counts[key] for key in COUNTERS})
+            if self.order and name == self.order[0]:  # its unreported last frames, as its readers counted them
+                report["out"] += max(0, self.taken_in_from(pid) - counts["out"])
         report["restarts"] = self.restarts.get(name, 0)
         if last is not None:
             self._previous[name] = last
         self.latest[name] = report
+
+    def _count_taken_in(self, name: str, report: dict[str, Any]) -> None:
+        """Keep the highest count of frames this life of ``name`` took in from each publisher pid (a report from the
+        network: what is not a pid and a count is left out, and so are publishers past the first few hundred)."""
+        counts = self._taken_in.setdefault((name, report["pid"]), {})
+        given = report.get("in_by_publisher")
+        for pid, taken in (given.items() if isinstance(given, dict) else ()):
+            if not (str(pid).isdigit() and type(taken) is int) or (int(pid) not in counts
+                                                                  and len(counts) >= _MAX_PUBLISHERS):
+                continue
+            counts[int(pid)] = max(counts.get(int(pid), 0), taken)
+
+    def taken_in_from(self, publisher_pid: int) -> int:
+        """The most frames one node (all its lives) reported taking in from the process ``publisher_pid``."""
+        by_node: dict[str, int] = {}
+        for (name, _), counts in self._taken_in.items():
+            by_node[name] = by_node.get(name, 0) + counts.get(publisher_pid, 0)
+        return max(by_node.values(), default=0)
 
     def restarted(self, name: str) -> None:
         """The runner started ``name`` again."""
@@ -60,7 +90,20 @@ class StatsTable:
             return None
         return (now[key] - before[key]) / (now["time"] - before["time"])
 
-    def rows(self) -> list[list[str]]:
+    def source_seconds(self) -> float | None:
+        """How long the source has sent frames (its first to its last), from its latest report."""
+        source = self.latest.get(self.order[0]) if self.order else None
+        return (source or {}).get("elapsed_s") or None
+
+    def run_rate(self, name: str, key: str) -> float | None:
+        """Frames a second over the whole run: the node's count over the source's :meth:`source_seconds`."""
+        seconds, report = self.source_seconds(), self.latest.get(name)
+        return report[key] / seconds if seconds and report is not None else None
+
+    def rows(self, totals: bool = False) -> list[list[str]]:
+        """A row per node: its last period (rates between its last two reports), or with ``totals`` the whole run
+        (rates over the source's sending time, latency over every frame, CPU a frame in the steady state)."""
+        rate = self.run_rate if totals else self.rate
         rows = []
         for name in [*self.order, *sorted(set(self.latest) - set(self.order))]:
             report = self.latest.get(name)
@@ -68,11 +111,12 @@ class StatsTable:
                 rows.append([name, "(not reporting yet)"])
                 continue
             is_source = bool(report.get("source"))
-            latency, cpu = report["latency_ms"], report.get("cpu") or {}
-            rows.append([name, _number(None if is_source else self.rate(name, "in")), _number(self.rate(name, "out")),
-                         _number(latency["p50"]), _number(latency["p99"]),
+            latency, cpu = report.get("latency_ms_total" if totals else "latency_ms") or {}, report.get("cpu") or {}
+            rows.append([name, _number(None if is_source else rate(name, "in")), _number(rate(name, "out")),
+                         _number(latency.get("p50")), _number(latency.get("p99")),
                          _number((report.get("latency_ms_steady") or {}).get("p99")),
-                         _number(cpu.get("cpu_ms_per_frame")), _number(cpu.get("cpu_percent")),
+                         _number(cpu.get("cpu_ms_per_frame_steady" if totals else "cpu_ms_per_frame")),
+                         _number(None if totals else cpu.get("cpu_percent")),
                          *("-" if is_source else str(report[key]) for key in ("checked", "bad", "stale", "lost")),
                          str(report.get("leases_held", "-")),
                          "-" if is_source else str(report.get("same_process_reads", "-")),
@@ -86,11 +130,12 @@ class StatsTable:
             by_pid.setdefault(report["pid"], []).append(name)
         return [sorted(names) for names in by_pid.values() if len(names) > 1]
 
-    def render(self) -> str:
+    def render(self, totals: bool = False) -> str:
+        """The table of :meth:`rows`; with ``totals``, a line says what its figures are over."""
         header = "".join(title.ljust(width) if i in (0, len(_COLUMNS) - 1) else title.rjust(width)
                          for i, (title, width) in enumerate(_COLUMNS)).rstrip()
         lines = [header]
-        for row in self.rows():
+        for row in self.rows(totals):
             if len(row) == 2:
                 lines.append(row[0].ljust(_COLUMNS[0][1]) + row[1])
             else:
@@ -98,6 +143,11 @@ class StatsTable:
                                      for i, (cell, (_, width)) in enumerate(zip(row, _COLUMNS, strict=True))).rstrip())
         for names in self.shared_processes():
             lines.append(f"(cpu of {', '.join(names)}: their one process's)")
+        if totals:
+            seconds = self.source_seconds()
+            over = f"the {self.order[0]}'s {seconds:.1f} s of sending" if seconds else "no frame sent"
+            lines.append(f"(the whole run: in/s and out/s over {over}; p50 and p99 over every frame; "
+                         "cpu ms/f in the steady state)")
         return "\n".join(lines)
 
 

@@ -29,23 +29,21 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
-from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, EXECUTORS, check_reuse_delay, new_executor, run_tool, tool_parser
+from ros2_cuda_ipc_core import new_executor, run_tool, tool_parser
 from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL, ComponentSpec
 
-from ..nodes.arrays import MemoryChoiceError, choose_memory
 from ..nodes.frame_stats import tail_breakdown
 from ..nodes.pipeline_node import STATS_TOPIC
-from .definitions import DEFAULT_SIZES, MIN_SIZES, PIPELINES, Pipeline, PipelineOptions
+from .arguments import add_run_arguments, options_from
+from .definitions import PIPELINES, Pipeline, PipelineOptions
 from .live_table import StatsTable
 from .restarts import RESTART_POLICIES, Restarts
 from .stacks import native_stacks
 
-__all__ = ["RECORDED_TOPICS", "PipelineConflict", "PipelineFailed", "Watcher", "add_record_argument", "add_run_arguments",
-           "failure_reasons", "main", "options_from", "positive_number", "print_outcome", "print_tail_frames",
-           "record_command", "report_failure", "reuse_delay_seconds", "run_pipeline", "tail_frames", "traced",
-           "write_summary"]
+__all__ = ["RECORDED_TOPICS", "PipelineConflict", "PipelineFailed", "Watcher", "add_record_argument", "failure_reasons",
+           "main", "print_outcome", "print_tail_frames", "record_command", "report_failure", "run_pipeline",
+           "tail_frames", "traced", "write_summary"]
 
-SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080), "4k": (3840, 2160)}
 STARTUP_TIMEOUT = 60.0  # seconds for every node to report once
 FIRST_FRAME_TIMEOUT = 60.0  # seconds after that for the source's first frame
 DRAIN_REPORTS = 2  # after the source is done: reports with no change before the pipeline counts as drained
@@ -69,112 +67,6 @@ class PipelineFailed(RuntimeError):
 
 class PipelineConflict(PipelineFailed):
     """Another pipeline (or another publisher of its topics) runs in the namespace: its reports would mix with ours."""
-
-
-def positive_number(kind: type) -> Any:
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive, not {text}")
-        return value
-
-    parse.__name__ = f"positive {kind.__name__}"
-    return parse
-
-
-def reuse_delay_seconds(text: str) -> float:
-    """A pool's ``reuse_delay``: a finite number of seconds, not negative."""
-    try:
-        return check_reuse_delay(float(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, not {text}") from None
-
-
-def parse_size(text: str) -> tuple[int, int]:
-    """'1080p', '4k', '720p', '480p' or WIDTHxHEIGHT."""
-    if text.lower() in SIZES:
-        return SIZES[text.lower()]
-    width, sep, height = text.lower().partition("x")
-    if not sep or not width.isdigit() or not height.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(SIZES)} or WIDTHxHEIGHT")
-    return int(width), int(height)
-
-
-def add_run_arguments(parser: argparse.ArgumentParser,
-                      seconds_help: str = "camera runs this long (default: until --frames or Ctrl-C)") -> None:
-    parser.add_argument("--seconds", type=positive_number(float), default=None, help=seconds_help)
-    parser.add_argument("--frames", type=positive_number(int), default=None, help="camera sends this many frames")
-    parser.add_argument("--size", type=parse_size, default=None, metavar="SIZE",
-                        help=f"{', '.join(SIZES)} or WIDTHxHEIGHT (default: fanout 1080p; lidar 1024x64, "
-                             "columns x rings)")
-    parser.add_argument("--fps", "--rate", dest="fps", type=positive_number(float), default=None,
-                        help="frames per second (default: fanout 30, lidar 10)")
-    parser.add_argument("--memory", choices=["auto", "cuda", "host"], default="auto",
-                        help="where frames live; auto: CUDA when a GPU and torch or cupy are here (default: auto)")
-    parser.add_argument("--compose", action="store_true", help="every node in one container process")
-    parser.add_argument("--executor", choices=EXECUTORS, default="single",
-                        help="the container's executor with --compose: rclpy's single- or multi-threaded one, or its "
-                             "C++ events executor (default: single)")
-    parser.add_argument("--out", type=Path, default=Path("pipeline-output"),
-                        help="where pipeline-summary.json, preview.png and the node logs go (default: %(default)s)")
-    parser.add_argument("--namespace", default=None,
-                        help="ROS namespace of the nodes (default: the pipeline's name: /fanout, /lidar)")
-    parser.add_argument("--blocks", type=positive_number(int), default=4,
-                        help="blocks in each publisher's pool; more absorb slower consumers (default: %(default)s)")
-    parser.add_argument("--reuse-delay", type=reuse_delay_seconds, default=DEFAULT_REUSE_DELAY, metavar="SECONDS",
-                        help="a published block is reused only this long after: a pool of N blocks publishes at "
-                             "most N / SECONDS frames a second (default: %(default)s)")
-    parser.add_argument("--tensor-dtype", choices=["float16", "bfloat16", "float32"], default="float16",
-                        help="fanout: the type of the NCHW tensor preprocessing sends inference (default: %(default)s)")
-
-
-def options_from(parser: argparse.ArgumentParser, args: argparse.Namespace,
-                 pipeline: str = "fanout") -> tuple[PipelineOptions, str]:
-    """The options, with the memory resolved (and why); a CUDA request that cannot work is a usage error, now."""
-    default_size, default_fps = DEFAULT_SIZES[pipeline]
-    size, fps = args.size or default_size, args.fps or default_fps
-    smallest = MIN_SIZES[pipeline]
-    if size[0] < smallest[0] or size[1] < smallest[1]:
-        parser.error(f"argument --size: {size[0]}x{size[1]} is below the smallest {pipeline} frame, "
-                     f"{smallest[0]}x{smallest[1]}")
-    try:
-        memory, why = choose_memory(args.memory)
-    except MemoryChoiceError as exc:
-        parser.error(str(exc))
-    namespace = _checked_namespace(parser, args.namespace or pipeline)
-    _check_out_dir(parser, args.out)
-    if args.blocks < 2:
-        parser.error(f"argument --blocks: a pool needs at least 2 blocks, not {args.blocks}")
-    return PipelineOptions(size[0], size[1], fps, memory, args.frames or 0, args.seconds or 0.0,
-                           namespace, args.out, args.blocks, args.reuse_delay, args.tensor_dtype), why
-
-
-def _checked_namespace(parser: argparse.ArgumentParser, namespace: str) -> str:
-    """``namespace`` made absolute, or a usage error naming what ROS refuses in it (before anything starts)."""
-    from rclpy.exceptions import InvalidNamespaceException
-    from rclpy.validate_namespace import validate_namespace
-
-    namespace = namespace if namespace.startswith("/") else "/" + namespace
-    try:
-        validate_namespace(namespace)
-    except InvalidNamespaceException as exc:
-        parser.error(f"argument --namespace: {namespace!r} is not a ROS namespace: "
-                     f"{str(exc).splitlines()[0].split(': ', 1)[-1].rstrip(':')}")
-    return namespace
-
-
-def _check_out_dir(parser: argparse.ArgumentParser, out: Path) -> None:
-    """``--out`` (and its ``logs/``) must be a directory this process can write, now rather than after the start."""
-    try:
-        (out / "logs").mkdir(parents=True, exist_ok=True)
-        probe = out / ".pipeline-write-check"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        parser.error(f"argument --out: cannot write {out}: {exc.strerror or exc}")
 
 
 @dataclass
@@ -375,7 +267,8 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
         _watch(spinner, table, children, screen, started, restarts, watcher)
     except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C: stop the nodes, keep what they reported
         interrupted = True
-        _collect_last_reports(spinner, table, pipeline.source)
+        _collect_last_reports(spinner, table)
+        screen.show(f"{screen.title}  t={time.monotonic() - started:.0f}s (stopped)\n{table.render(totals=True)}")
     except PipelineFailed as early:  # stopped below; the summary says what was reported, marked failed
         early.summary = {"failure": early.reason}
         raise
@@ -487,23 +380,22 @@ def _init_keeping_ctrl_c(rclpy: Any) -> None:
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
 
 
-def _collect_last_reports(spinner: Any, table: StatsTable, source: str | None = None, seconds: float = 2.5) -> None:
-    """After Ctrl-C: a fresh report from every consumer, then one from ``source`` sent after all of them, so the
-    frames published are counted after the last frame checked (a consumer never checks more than was sent);
-    unless Ctrl-C again or ``seconds`` pass."""
-    stop = time.time()
-    deadline = time.monotonic() + seconds
-    consumers = [name for name in table.latest if name != source]
-
-    def fresh(name: str, after: float) -> bool:
-        return table.latest[name]["time"] > after
-
+def _collect_last_reports(spinner: Any, table: StatsTable, seconds_each: float = 2.0) -> None:
+    """After Ctrl-C, while frames still flow: a fresh report from every node, last node first, each node's sent
+    after the report taken of the node after it in the pipeline (nodes are listed upstream first).  A node's count
+    then covers every frame the nodes downstream of it counted: the camera's frames published are at least every
+    consumer's checked, preprocess's frames sent at least what inference checked.  (Taken at one moment instead,
+    a node a report behind another showed fewer frames than the node reading it.)  A node without a fresh
+    report within ``seconds_each`` (stopped, restarting) keeps its last; Ctrl-C again keeps what is there."""
+    after = time.time()
     try:
-        while time.monotonic() < deadline and not all(fresh(name, stop) for name in consumers):
-            spinner.spin_once(timeout_sec=0.1)
-        last_check = max([table.latest[name]["time"] for name in consumers] or [stop])
-        while source in table.latest and time.monotonic() < deadline and not fresh(source, last_check):
-            spinner.spin_once(timeout_sec=0.1)
+        for name in reversed(table.order):
+            if name not in table.latest:
+                continue
+            deadline = time.monotonic() + seconds_each
+            while time.monotonic() < deadline and table.latest[name]["time"] <= after:
+                spinner.spin_once(timeout_sec=0.1)
+            after = max(after, table.latest[name]["time"])
     except Exception:  # the context was shut down by rclpy's own handler, or Ctrl-C again: keep what we have
         return
 
@@ -560,7 +452,7 @@ def _watch(spinner: Any, table: StatsTable, children: list[_Child], screen: _Scr
         stable = stable + 1 if current == signature else 0
         signature = current
         if stable >= DRAIN_REPORTS * len(table.latest):
-            screen.show(f"{screen.title}  t={now - started:.0f}s (done)\n{table.render()}")
+            screen.show(f"{screen.title}  t={now - started:.0f}s (done)\n{table.render(totals=True)}")
             return
 
 

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ros2_cuda_ipc_core import cuda_device_count, encode_jpeg, jpeg_backend, tool_parser, warm_up_jpeg
+from ros2_cuda_ipc_core import bounded_number, cuda_device_count, encode_jpeg, jpeg_backend, tool_parser, warm_up_jpeg
 
 from .bag_errors import BagError
 from .cli import number_argument, run_bag_tool
@@ -34,7 +34,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("-s", "--storage", choices=sorted(STORAGES), default="mcap", help="storage (default mcap)")
     parser.add_argument("--compressed", action="store_true",
                         help="GpuImage topics as JPEG sensor_msgs/CompressedImage (the fallback twins' encoder)")
-    parser.add_argument("--jpeg-quality", type=int, default=90, choices=range(1, 101), metavar="1..100")
+    parser.add_argument("--jpeg-quality", type=bounded_number(int, 1, 100), default=90, metavar="1..100")
     parser.add_argument("-b", "--max-bag-size", type=number_argument(int), default=0, metavar="BYTES",
                         help="start a new file past this many bytes (0: never)")
     parser.add_argument("-d", "--max-duration", type=number_argument(float), default=0.0, metavar="SECONDS",

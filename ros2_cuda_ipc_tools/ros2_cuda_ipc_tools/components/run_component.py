@@ -40,11 +40,17 @@ def main() -> None:
 
     follow_runner()
     parser = tool_parser(__name__, __doc__, prog="run_component")
-    parser.epilog = f"registered components (package::Class): {' '.join(available_components()) or 'none'}"
-    parser.add_argument("component", metavar="PACKAGE::CLASS", help="the component to run (container --list names them)")
+    registered = f"registered components (package::Class): {' '.join(available_components()) or 'none'}"
+    parser.epilog = registered
+    parser.usage = "%(prog)s [-h] [--version] PACKAGE::CLASS [--help | --ros-args -p NAME:=VALUE -r FROM:=TO ...]"
+    # Optional to argparse, so that a bare 'run_component' is told what to give rather than 'node_arguments'.
+    parser.add_argument("component", metavar="PACKAGE::CLASS", nargs="?",
+                        help="the component to run (container --list names them)")
     parser.add_argument("node_arguments", nargs=argparse.REMAINDER,
                         help="the node's own: --help for its parameters, --ros-args -p NAME:=VALUE -r FROM:=TO ...")
     args = parser.parse_args(sys.argv[1:])
+    if args.component is None:
+        parser.error(f"give the component to run, as PACKAGE::CLASS; {registered}")
     try:
         node_class = component_class(args.component)
     except UnknownComponentError as exc:

@@ -5,6 +5,8 @@
     viewer camera/image --headless --snapshot out.png --frames 30
 
 Options become the ``Viewer`` node's parameters; ``--ros-args ...`` after them is passed to rclpy.
+Ctrl-C or SIGTERM ends it with exit code 0, unless ``--snapshot`` was asked for and no frame came (exit
+code 1, saying so); a topic with no publisher, or of another type, is named in a warning a few seconds on.
 """
 
 from __future__ import annotations
@@ -69,14 +71,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .surface import SurfaceError
 
     overrides = [Parameter(name, value=value) for name, value in parameters(args).items()]
+    viewers: list[Viewer] = []
+
+    def make() -> list[Viewer]:
+        viewers.append(Viewer(parameter_overrides=overrides))
+        return viewers
+
     try:
-        return run_nodes(lambda: [Viewer(parameter_overrides=overrides)], args=["viewer", *args_in[split:]])
+        code = run_nodes(make, args=["viewer", *args_in[split:]])
     except ValueError as exc:
         print(f"viewer: {exc}", file=sys.stderr)
         return 2
     except SurfaceError as exc:
         print(f"viewer: {exc}", file=sys.stderr)
         return 1
+    if viewers and viewers[0].snapshot_missing:  # asked for, and nothing to show: a stop is no success then
+        topics = ", ".join(viewers[0].resolved_topics())
+        print(f"viewer: no frame came on {topics}: no snapshot written to {args.snapshot}", file=sys.stderr)
+        return 1
+    return code
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ frames on screen, then stop the process; at exit when ``frames`` is 0), ``width`
 ``overlay``.  Every frame is copied into GL as it arrives (on the GPU where CUDA-OpenGL interop
 works), so its lease goes back at once; draws happen at most ``rate`` times a second, and only
 when something changed (or once a second for the overlay), so a silent topic costs no CPU.
+A topic with no publisher a few seconds on, or one of another type, is named in one warning
+(core's ``check_topic``); the ``viewer`` command exits 1 when a snapshot was asked for and no frame came.
 """
 
 from __future__ import annotations
@@ -24,7 +26,15 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
-from ros2_cuda_ipc_core import CudaUnavailableError, Reader, Ros2CudaIpcError, StaleDescriptorError, cuda_device_count
+from ros2_cuda_ipc_core import (
+    CudaUnavailableError,
+    Reader,
+    Ros2CudaIpcError,
+    StaleDescriptorError,
+    TopicCheck,
+    check_topic,
+    cuda_device_count,
+)
 from ros2_cuda_ipc_image import ImageReader
 from ros2_cuda_ipc_msgs.msg import BufferCore, GpuImage, GpuPointCloud2
 from ros2_cuda_ipc_pointcloud import PointCloudReader
@@ -100,12 +110,15 @@ class Viewer(Node):
         self._next_overlay = 0.0
         self._stopping = False
         self.snapshots = 0
+        self._checks: list[TopicCheck] = []
         group = MutuallyExclusiveCallbackGroup()  # one GL context: never two callbacks at once
         for stream in self.streams:
             kind, reader = (GpuImage, self._image_reader) if isinstance(stream, ImageStream) else \
                 (GpuPointCloud2, self._cloud_reader)
-            self.create_subscription(kind, stream.topic, self._receiver(stream, reader), qos_profile_sensor_data,
-                                     callback_group=group)
+            check = check_topic(self, stream.topic, kind)  # a misspelt topic, or one of another type, is said
+            self._checks.append(check)
+            self.create_subscription(kind, stream.topic, self._receiver(stream, reader, check.cancel),
+                                     qos_profile_sensor_data, callback_group=group)
         if self.surface.window is not None:
             self._follow_mouse(self.surface.window)
         self.create_timer(1.0 / rate, self._tick, callback_group=group)
@@ -126,8 +139,10 @@ class Viewer(Node):
             self._cuda_streams[device] = cuda_device.create_stream()
         return self._cuda_streams[device]
 
-    def _receiver(self, stream: Any, reader: Any) -> Any:
+    def _receiver(self, stream: Any, reader: Any, came: Any = None) -> Any:
         def receive(msg: Any) -> None:
+            if came is not None:
+                came()
             self.surface.make_current()
             try:
                 cuda_stream = self._cuda_stream(int(msg.core.device_id)) \
@@ -166,13 +181,27 @@ class Viewer(Node):
         if not (self._dirty or refresh_overlay):
             return
         completes = bool(self.frames) and all(s.drawn + s.has_new_frame >= self.frames for s in self.streams)
-        pixels = self.draw(refresh_overlay, capture=completes and bool(self.snapshot_path))
+        # The snapshot's overlay says what the log says: its counts are this draw's, not a second old.
+        pixels = self.draw(refresh_overlay or completes, capture=completes and bool(self.snapshot_path))
         if refresh_overlay:
             self._next_overlay = now + 1.0
         if completes:
             if pixels is not None:
                 self.write_snapshot(pixels)
-            self._stop(f"every topic had {self.frames} frames on screen")
+            self._stop(f"every topic had {self.frames} frames drawn ({self._counts()})")
+
+    def _counts(self) -> str:
+        """Frames received and drawn of each topic, in the overlay's words."""
+        return "; ".join(f"{s.topic}: frames {s.received}, drawn {s.drawn}" for s in self.streams)
+
+    def resolved_topics(self) -> list[str]:
+        """The topics viewed, as the subscriptions resolved them (namespace, remappings)."""
+        return [check.topic for check in self._checks]
+
+    @property
+    def snapshot_missing(self) -> bool:
+        """A snapshot was asked for and none could be written: no frame was ever drawn."""
+        return bool(self.snapshot_path) and not self.snapshots
 
     def draw(self, refresh_overlay: bool = True, capture: bool = False) -> Any:
         """Draw every topic's latest frame into its tile, and the overlays; with ``capture``, what was drawn
@@ -239,7 +268,7 @@ class Viewer(Node):
         surface = getattr(self, "surface", None)
         if surface is not None and not surface.closed:
             if self.snapshot_path and not self.snapshots and any(s.drawn for s in self.streams):
-                self.write_snapshot(self.draw(refresh_overlay=False, capture=True))  # at exit: the last frames
+                self.write_snapshot(self.draw(capture=True))  # at exit: the last frames, the overlay up to date
             surface.make_current()
             for item in [*(s.layer for s in self.streams), *self._overlays]:
                 item.close()

@@ -70,13 +70,14 @@ class TopicStream:
         return ""
 
     def overlay_text(self, reader_stats: dict[str, int]) -> str:
+        """What the overlay says, written while the frame staged last is drawn: it counts as drawn."""
         if not self.received:
             lines = [f"{self.topic}", f"waiting for the first {self.kind} ..."]
         else:
             latency = f"{statistics.median(self.latencies_ms):.1f} ms" if self.latencies_ms else "-"
             lines = [f"{self.topic}  {self.describe()}",
                      f"{self.fps():5.1f} fps   latency p50 {latency}   path {self.layer.upload.name}",
-                     f"frames {self.received}  drawn {self.drawn}  refused {self.refused}   "
+                     f"frames {self.received}  drawn {self.drawn + self.has_new_frame}  refused {self.refused}   "
                      f"reads {reader_stats.get('reads', 0)}  stale {reader_stats.get('stale_drops', 0)}  "
                      f"leases {reader_stats.get('leases_held', 0)}"]
         if self.last_problem:
