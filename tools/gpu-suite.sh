@@ -30,9 +30,15 @@ done
 
 # Slowest first (what runs whole pipelines and processes), each of their tests a job of its own: a file of
 # pipelines run one after another would be the whole call's length. The rest, a file a job, in name order.
-slow=(ros2_cuda_ipc_examples/test/test_pipeline.py ros2_cuda_ipc_examples/test/test_soak.py
-      ros2_cuda_ipc_examples/test/test_demo.py ros2_cuda_ipc_examples/test/test_benchmark.py
-      ros2_cuda_ipc_examples/test/test_components.py)
+# Run 24: whole files of one to two minutes (the bag tools', the CLI tests) started last in name order and made
+# the tail; as tests of their own, first, they spread over the jobs.
+slow=(ros2_cuda_ipc_tools/test/test_bag.py ros2_cuda_ipc_examples/test/test_soak.py
+      ros2_cuda_ipc_examples/test/test_cli.py ros2_cuda_ipc_tools/test/test_bag_cuda.py
+      tools/test/test_profile_delivery.py ros2_cuda_ipc_examples/test/test_pipeline.py
+      ros2_cuda_ipc_examples/test/test_pipeline_cli.py ros2_cuda_ipc_examples/test/test_demo.py
+      tools/test/test_readme_snippets.py ros2_cuda_ipc_examples/test/test_upstream.py
+      ros2_cuda_ipc_examples/test/test_benchmark.py ros2_cuda_ipc_examples/test/test_components.py
+      ros2_cuda_ipc_tools/test/test_bag_hostile.py ros2_cuda_ipc_image/test/test_image_direct.py)
 files=()
 for f in "${slow[@]}"; do
     [[ -f "$f" ]] || continue
@@ -80,7 +86,11 @@ for f in "${files[@]}"; do
 done
 wait
 if [[ -z "$only" ]]; then
-    for id in "${exclusive[@]}"; do index=$(( index + 1 )); run_job "$index" "$id" "$@"; files+=("$id"); done
+    # Each test of these at most 120 s, its threads' stacks dumped if it gets there (the viewer's GPU file once
+    # hung past 90 s after the others had run): a hang is then a finding with a place, not a lost call.
+    for id in "${exclusive[@]}"; do
+        index=$(( index + 1 )); run_job "$index" "$id" --timeout 120 --timeout-method thread "$@"; files+=("$id")
+    done
 fi
 
 failed=0

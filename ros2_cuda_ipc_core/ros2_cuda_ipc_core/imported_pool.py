@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -122,8 +123,10 @@ class ImportedPool:
         """
         try:
             (self.memory if via is None else via).release_after(stream, lambda: self.release(block))
-        except Exception:  # never keep a block pinned because the release path failed
-            log.exception("%s: ordered release of block %d failed; releasing at once", self.name, block)
+        except Exception as exc:  # never keep a block pinned because the release path failed
+            if not (isinstance(exc, RuntimeError) and (sys.is_finalizing() or "interpreter shutdown" in str(exc))):
+                log.exception("%s: ordered release of block %d failed; releasing at once", self.name, block)
+            # (a handle closed as the interpreter exits gets no thread to wait on its stream: the process is done)
             self.release(block)
 
     def release(self, block: int) -> None:

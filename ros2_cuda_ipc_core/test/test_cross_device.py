@@ -64,7 +64,7 @@ def test_the_staged_copy_gives_the_pool_block_back_once_copied_and_bounds_its_bl
         reader.read(core, stream).close()  # imports the pool
         assert wait_until(lambda: reader.stats()["leases_held"] == 0)
         desc = Descriptor.from_message(core)
-        imported = reader._pools[desc.pool_id]
+        imported = reader._pools[desc.instance]
 
         def copied_read():  # Reader.read's steps, with the copy path taken on the pool's own device
             imported.lease(desc)

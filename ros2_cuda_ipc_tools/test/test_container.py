@@ -136,7 +136,7 @@ def test_pipeline_file(tmp_path):
     ("components: {}\n", "expected a mapping with a 'components' list"),
     ("components:\n  - name: camera\n", "component 0 needs 'plugin'"),
     ("components:\n  - plugin: a::B\n    params: {}\n", "got ['params']"),
-    ("executor: many\ncomponents: []\n", "executor must be 'single' or 'multi'"),
+    ("executor: many\ncomponents: []\n", "executor must be one of single, multi, events"),
     ("components: [\n", "while parsing"),
 ])
 def test_bad_pipeline_files_name_the_problem(tmp_path, text, message):

@@ -40,7 +40,7 @@ from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, bounded_number, tool_parser
 
 from . import plots, results
 from .arrays import GPU_LIBRARIES, installed_gpu_libraries
-from .cases import MODES, TRANSPORTS, Case, Plan, make_plan
+from .cases import DEFAULT_TRANSPORTS, MODES, TRANSPORTS, Case, Plan, make_plan
 from .consumer import DRAIN_S
 from .payloads import Payload, default_payloads, parse_payload
 
@@ -61,8 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--memory", choices=["auto", "cuda", "host"], default="auto",
                         help="where frames live: auto = the GPU when one is usable (and torch or cupy is installed), "
                              "else host memory, saying why")
-    parser.add_argument("--transports", nargs="+", choices=TRANSPORTS, default=list(TRANSPORTS),
-                        help="transports to run; cuda is skipped (with one line) when frames live in host memory")
+    parser.add_argument("--transports", nargs="+", choices=TRANSPORTS, default=list(DEFAULT_TRANSPORTS),
+                        help="transports to run (the -direct ones: a typed subscription with delivery=\"direct\"); "
+                             "cuda ones are skipped (with one line) when frames live in host memory")
     parser.add_argument("--payloads", nargs="+", type=parse_payload, default=default_payloads(),
                         help="rgba8 images as WIDTHxHEIGHT, and 'ouster' (a 128 x 1024 cloud of 48-byte points; "
                              "needs ros2_cuda_ipc_pointcloud)")
@@ -131,7 +132,7 @@ def resolve_plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> t
         elif args.memory == "cuda":
             parser.error(f"--memory cuda: {reason}")
         else:
-            skipped = "cuda rows skipped, " if "cuda" in transports else ""
+            skipped = "cuda rows skipped, " if {"cuda", "cuda-direct"} & set(transports) else ""
             notes.append(f"benchmark: no GPU run ({reason}): {skipped}sensor_msgs runs host to host")
     if args.consumer_device:
         if memory != "cuda":
@@ -140,10 +141,11 @@ def resolve_plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> t
 
         if args.consumer_device >= cuda_device_count():
             parser.error(f"--consumer-device {args.consumer_device}: this machine has {cuda_device_count()} CUDA device(s)")
-    if memory == "host" and "cuda" in transports:
+    on_gpu = [name for name in ("cuda", "cuda-direct") if name in transports]
+    if memory == "host" and on_gpu:
         if args.memory == "host":
             notes.append("benchmark: --memory host: cuda rows skipped")
-        transports.remove("cuda")
+        transports = [name for name in transports if name not in on_gpu]
     if not transports:
         parser.error("no transport left to run on this machine")
     modes = list(MODES) if args.mode == "both" else [args.mode]

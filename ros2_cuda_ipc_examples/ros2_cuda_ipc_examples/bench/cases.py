@@ -23,6 +23,8 @@ TRANSPORT_LABELS = {
 #: The "-direct" ones are read by a typed subscription with ``delivery="direct"``, on a topic of their own.
 POOL_TRANSPORTS = ("cuda", "host", "cuda-direct", "host-direct", "fallback")
 DIRECT_TRANSPORTS = ("cuda-direct", "host-direct")
+#: What a run measures unless told: the direct rows are asked for by name.
+DEFAULT_TRANSPORTS = tuple(name for name in TRANSPORTS if name not in DIRECT_TRANSPORTS)
 MODES = ("latency", "throughput")
 
 

@@ -74,6 +74,10 @@ def _conv3x3_stride2(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.einsum("chwij,ocij->ohw", windows, weights, optimize=True)
 
 
+#: torch's CPU threads in a process with an InferenceLike (host frames); process-wide, as torch's setting is.
+HOST_THREADS = 2
+
+
 class InferenceLike(TensorConsumer):
     """Runs the network on each tensor from ``preprocessed``; latency is camera stamp to class on the host."""
 
@@ -109,6 +113,10 @@ class InferenceLike(TensorConsumer):
         sends) and run it once, so the first frames do not wait for it (and go stale)."""
         import torch
 
+        # A 224 x 224 batch of one is no work for a pool of threads: torch's default (one per core) made every
+        # host frame wait for the whole machine, 1.2 s p50 beside eleven other test processes on the H200's
+        # 16 cores (its first frames went stale); two threads keep a frame's work to milliseconds.
+        torch.set_num_threads(min(HOST_THREADS, torch.get_num_threads()))
         probes = [torch.zeros((1, 3, 224, 224))]
         if "cuda" in self._backends:
             probes += [torch.zeros((1, 3, 224, 224), dtype=dtype, device="cuda")
