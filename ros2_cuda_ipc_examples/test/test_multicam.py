@@ -22,7 +22,7 @@ def test_one_camera_and_reader_through_each_transport_prints_the_table(tmp_path)
     assert "multicam: 1 cameras x 1 readers, 160x120 at 10 fps, host memory" in out.stdout, out.stdout
     lines = out.stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["transport", "camera"])
-    rows = {line[2:20].strip(): line[20:].split() for line in lines[header + 1:header + 1 + len(TRANSPORTS)]}
+    rows = {line[2:24].strip(): line[24:].split() for line in lines[header + 1:header + 1 + len(TRANSPORTS)]}
     assert sorted(rows) == sorted(TRANSPORTS.values()), out.stdout
     saved = json.loads((tmp_path / "multicam.json").read_text())
     assert sorted(saved["rows"]) == sorted(TRANSPORTS)

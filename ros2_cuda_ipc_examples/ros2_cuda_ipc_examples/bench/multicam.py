@@ -30,7 +30,7 @@ from ..pipelines.runner import PipelineFailed, run_pipeline
 __all__ = ["TRANSPORTS", "main", "multicam_row", "print_rows"]
 
 #: The ways a frame can go from a camera to its readers (the ``transport`` parameter of both ends), and their labels.
-TRANSPORTS = {"ipc": "ros2_cuda_ipc", "sensor_msgs": "sensor_msgs/Image"}
+TRANSPORTS = {"ipc": "ros2_cuda_ipc", "ipc-direct": "ros2_cuda_ipc, direct", "sensor_msgs": "sensor_msgs/Image"}
 
 
 def multicam_row(summary: dict[str, Any], fps: float) -> dict[str, Any]:
@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{base.memory} memory ({why}), {mode}, {args.seconds:g} s a transport", flush=True)
     summaries = {}
     for transport in dict.fromkeys(args.transports):
-        options = replace(base, namespace=f"{base.namespace}_{transport}", out_dir=base.out_dir / transport)
+        options = replace(base, namespace=f"{base.namespace}_{transport.replace('-', '_')}", out_dir=base.out_dir / transport)
         try:
             summaries[transport] = run_pipeline(multicam(options, transport, args.cameras, args.readers), options,
                                                 compose=args.compose, stream=None)
@@ -105,10 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def print_rows(rows: dict[str, dict[str, Any]]) -> None:
     """The table: a row per transport, from :func:`multicam_row`."""
-    print(f"  {'transport':<18} {'camera ms/f':>11} {'reader ms/f':>11} {'cores':>6} {'procs':>5} "
+    print(f"  {'transport':<22} {'camera ms/f':>11} {'reader ms/f':>11} {'cores':>6} {'procs':>5} "
           f"{'p50 ms':>7} {'p99 ms':>7} {'checked':>8} {'bad':>4}   (CPU and latency: steady state)")
     for transport, row in rows.items():
-        print(f"  {TRANSPORTS[transport]:<18} {_cell(row['camera_cpu_ms_per_frame']):>11} "
+        print(f"  {TRANSPORTS[transport]:<22} {_cell(row['camera_cpu_ms_per_frame']):>11} "
               f"{_cell(row['reader_cpu_ms_per_frame']):>11} {_cell(row['cores']):>6} {row['processes']:>5} "
               f"{_cell(row['latency_p50_ms'], 1):>7} {_cell(row['latency_p99_ms'], 1):>7} {row['frames_checked']:>8} "
               f"{row['bad']:>4}")

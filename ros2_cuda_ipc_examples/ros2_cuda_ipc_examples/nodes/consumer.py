@@ -32,6 +32,8 @@ class ImageConsumer(PipelineNode):
     PARAMETERS: tuple[NodeParameter, ...] = (
         NodeParameter("transport", "ipc", "ipc (GpuImage) or sensor_msgs (sensor_msgs/Image, uploaded)"),
         NodeParameter("memory", "auto", "with transport sensor_msgs: where frames are uploaded to (auto, cuda or host)"),
+        NodeParameter("delivery", "executor", "with transport ipc: executor, or direct (each frame on the subscription's "
+                                              "own thread as it arrives on the pool's connection)"),
     )
 
     #: The topic read, and whether its images are a resized copy of the camera's.
@@ -49,11 +51,15 @@ class ImageConsumer(PipelineNode):
             self.get_logger().info(f"sensor_msgs/Image frames are uploaded to {self.upload_memory} memory ({why})")
         elif self.transport != "ipc":
             raise ParameterError(f"transport {self.transport!r} is not one of ipc, sensor_msgs")
+        self.delivery = self.parameter("delivery")
+        if self.delivery not in ("executor", "direct"):
+            raise ParameterError(f"delivery {self.delivery!r} is not one of executor, direct")
 
     def listen(self) -> None:
         """Subscribe to the input: the last step of a subclass's constructor, once it is ready for frames."""
         if self.transport == "ipc":
-            self.subscribe_frames(ImageSubscription, self.input_topic, self._on_view, reader=self.reader)
+            self.subscribe_frames(ImageSubscription, self.input_topic, self._on_view, reader=self.reader,
+                                  delivery=self.delivery)
         else:
             self.subscribe(Image, self.input_topic, self._on_image_msg, 2)
 

@@ -94,14 +94,18 @@ def hop(options: PipelineOptions, transport: str = "ipc") -> Pipeline:
 
 def multicam(options: PipelineOptions, transport: str = "ipc", cameras: int = 4, readers: int = 3) -> Pipeline:
     """``cameras`` cameras (``camera0``...), each on its own topic ``cam<i>/image`` read by ``readers`` encoders
-    (``encoder<i>_<j>``), through ros2_cuda_ipc or ``sensor_msgs/Image``."""
+    (``encoder<i>_<j>``), through ros2_cuda_ipc (``ipc``; ``ipc-direct``: the readers with ``delivery=direct``) or
+    ``sensor_msgs/Image``."""
+    wire = "ipc" if transport == "ipc-direct" else transport
+    delivery = "direct" if transport == "ipc-direct" else "executor"
     components = []
     for i in range(cameras):
         topic = {"image": f"cam{i}/image"}
-        camera = _camera(options, readers, transport=transport)
+        camera = _camera(options, readers, transport=wire)
         components.append(ComponentSpec(camera.plugin, f"camera{i}", options.namespace, camera.parameters, topic))
         components += [ComponentSpec(f"{_EXAMPLES}EncoderLike", f"encoder{i}_{j}", options.namespace,
-                                     {"transport": transport, "memory": options.memory}, topic) for j in range(readers)]
+                                     {"transport": wire, "memory": options.memory, "delivery": delivery}, topic)
+                       for j in range(readers)]
     return Pipeline("multicam", components)
 
 
