@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from rclpy.executors import Executor
     from rclpy.node import Node
 
-__all__ = ["run_nodes", "run_tool", "stop_reason", "stop_signals_interrupt"]
+__all__ = ["run_nodes", "run_tool", "stop_reason", "stop_signals_interrupt", "stop_signals_noted"]
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -37,6 +37,28 @@ def stop_signals_interrupt() -> Iterator[None]:
     previous = {number: signal.signal(number, _interrupt) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+@contextmanager
+def stop_signals_noted() -> Iterator[list[int]]:
+    """Within the block, SIGINT and SIGTERM are noted in the list it yields, never raised (main thread only).
+
+    For nodes: rclpy's own handler, installed by ``rclpy.init`` over this one and chaining to it, shuts the
+    context down and so ends the spin.  A ``KeyboardInterrupt`` raised wherever Python happens to be lands,
+    now and then, in a destructor or a gc callback, where Python prints it as "Exception ignored in ..."
+    (rclpy's ``Task.__del__``, a CI run) instead of stopping anything.
+    """
+    noted: list[int] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        noted.append(signum)
+
+    previous = {number: signal.signal(number, note) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield noted
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
@@ -89,6 +111,12 @@ def run_nodes(make_nodes: Callable[[], Sequence[Node]], *, args: list[str] | Non
     ``executor`` may be a factory (an executor class, say): it is called after ``rclpy.init``,
     as an executor needs an initialized context (a class through :func:`new_executor`).
     """
+    with stop_signals_noted() as stops:
+        return _init_and_spin(make_nodes, args, executor, stops)
+
+
+def _init_and_spin(make_nodes: Callable[[], Sequence[Node]], args: list[str] | None,
+                   executor: Executor | Callable[[], Executor] | None, stops: list[int]) -> int:
     import rclpy
     from rclpy.executors import Executor, SingleThreadedExecutor
 
@@ -98,6 +126,9 @@ def run_nodes(make_nodes: Callable[[], Sequence[Node]], *, args: list[str] | Non
         rclpy.init(args=args)
     except KeyboardInterrupt:  # a stop while rclpy starts (a runner stopping what it has just started, say)
         _wait_for_context_shutdown()
+        rclpy.try_shutdown()
+        return 0
+    if stops:  # a stop that came before rclpy's handler was there to shut the context down
         rclpy.try_shutdown()
         return 0
     nodes: list[Node] = []
@@ -113,6 +144,8 @@ def run_nodes(make_nodes: Callable[[], Sequence[Node]], *, args: list[str] | Non
         for node in nodes:
             spinner.add_node(node)
         _freeze_start_up_objects()
+        if stops:
+            return 0
         if isinstance(spinner, Executor):
             spinner.spin()
         else:  # rclpy's C++ EventsExecutor: its spin() fired no timer here (Kilted's wheel); spin_once() does
