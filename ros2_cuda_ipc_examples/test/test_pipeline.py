@@ -311,6 +311,7 @@ def _kill_when_frames_flow(tmp_path: Path, namespace: str, node: str, killed: li
             return
 
 
+@pytest.mark.long  # 40 s each: the killed participant's 20 s lease must run out before the stop (decisions.md)
 @pytest.mark.parametrize("victim", ["encoder", "camera"])
 def test_restart_on_failure_brings_a_killed_node_back_and_frames_flow_again(tmp_path, victim):
     import threading

@@ -14,6 +14,7 @@ from ros2_cuda_ipc_examples.bench.soak import check_pattern, fill_pattern, parse
 SOAK = [sys.executable, "-m", "ros2_cuda_ipc_examples.bench.soak"]
 
 
+@pytest.mark.long
 @pytest.mark.timeout(240)
 def test_one_minute_soak_on_host_memory_passes():
     out = subprocess.run([*SOAK, "--minutes", "1", "--memory", "host", "--seed", "7"],
@@ -77,6 +78,7 @@ def test_bad_arguments_are_refused(argv, capsys):
     assert info.value.code == 2 and "error" in capsys.readouterr().err
 
 
+@pytest.mark.long
 @pytest.mark.timeout(300)
 def test_one_minute_pipeline_soak_kills_nodes_and_every_frame_stays_right(tmp_path):
     out = subprocess.run([*SOAK, "--pipeline", "fanout", "--minutes", "1", "--memory", "host", "--seed", "7",

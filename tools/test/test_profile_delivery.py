@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 TOOL = str(Path(__file__).resolve().parents[1] / "profile_delivery.py")
 sys.path.insert(0, str(Path(TOOL).parent))
 import profile_delivery  # noqa: E402
@@ -30,6 +32,7 @@ ORDER = {
 }
 
 
+@pytest.mark.long
 def test_every_row_gets_every_frame_with_its_boundaries_in_order(tmp_path):
     out = tmp_path / "stamps.json"
     result = subprocess.run([sys.executable, TOOL, "--rate", "20", "--count", str(COUNT), "--json", str(out)],
