@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +89,22 @@ def refused(kind: str, topic: str, here: Place, there: Place, fallback: str, fra
             publisher.ask(f"burst {frames + 5} main -")
         result, log = sub.finish()
         return {"sub": result, "log": log, "publisher": publisher.ask("quit")}
+    finally:
+        for peer in peers:
+            peer.kill()
+
+
+@contextmanager
+def peer_group() -> Iterator[Callable[..., Peer]]:
+    """``start(place, *args)`` starts a :class:`Peer`; every peer started is killed when the block ends."""
+    peers: list[Peer] = []
+
+    def start(place: Place, *args: str) -> Peer:
+        peers.append(Peer(place, *args))
+        return peers[-1]
+
+    try:
+        yield start
     finally:
         for peer in peers:
             peer.kill()

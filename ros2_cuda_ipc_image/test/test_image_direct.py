@@ -11,7 +11,7 @@ import signal
 import time
 
 import pytest
-from fallback_runs import Peer
+from fallback_runs import peer_group
 from isolation import Place, isolation_unavailable, other_host
 
 HERE = Place((), dict(os.environ))
@@ -22,22 +22,20 @@ def ordered_and_complete(sub: dict, frames) -> None:
     assert sub["seqs"] == list(frames), sub["seqs"]
 
 
+def subscriber(start, name: str, topic: str, count: int, delivery: str = "direct", place: Place = HERE):
+    return start(place, "subscriber", "image", topic, name, "auto", str(count), delivery)
+
+
 def test_every_frame_reaches_each_direct_subscriber_once_and_in_order_while_dds_delivers_too():
-    peers = []
-    try:
-        publisher = Peer(HERE, "publisher", "image", "direct_images")
-        direct = [Peer(HERE, "subscriber", "image", "direct_images", name, "auto", "60", "direct")
-                  for name in ("d1", "d2")]
-        executor = Peer(HERE, "subscriber", "image", "direct_images", "ex", "auto", "60", "executor")
-        peers += [publisher, *direct, executor]
+    with peer_group() as start:
+        publisher = start(HERE, "publisher", "image", "direct_images")
+        subs = [subscriber(start, name, "direct_images", 60) for name in ("d1", "d2")]
+        subs.append(subscriber(start, "ex", "direct_images", 60, "executor"))
         publisher.ask("match 3")
         publisher.ask("burst 60 main d1,d2,ex")
         stats = publisher.ask("stats")["pool"]
         publisher.ask("quit")
-        results = [peer.finish()[0] for peer in (*direct, executor)]
-    finally:
-        for peer in peers:
-            peer.kill()
+        results = [peer.finish()[0] for peer in subs]
     for sub in results:
         ordered_and_complete(sub, range(60))
         assert sub["stats"]["frames"]["zero_copy"] == 60
@@ -54,46 +52,33 @@ def test_every_frame_reaches_each_direct_subscriber_once_and_in_order_while_dds_
 
 
 def test_a_late_joiner_gets_every_frame_from_its_first_on():
-    peers = []
-    try:
-        publisher = Peer(HERE, "publisher", "image", "direct_late")
-        early = Peer(HERE, "subscriber", "image", "direct_late", "early", "auto", "40", "direct")
-        peers += [publisher, early]
+    with peer_group() as start:
+        publisher = start(HERE, "publisher", "image", "direct_late")
+        early = subscriber(start, "early", "direct_late", 40)
         publisher.ask("match 1")
         publisher.ask("burst 20 main early")
-        late = Peer(HERE, "subscriber", "image", "direct_late", "late", "auto", "20", "direct")
-        peers.append(late)
+        late = subscriber(start, "late", "direct_late", 20)
         publisher.ask("match 2")
         warmups = publisher.ask("await_ack early,late")["warmups"]  # warm-up frames until the late one is in step
         publisher.ask("burst 20 main early,late")
         publisher.ask("quit")
         early_seen, late_seen = early.finish()[0], late.finish()[0]
-    finally:
-        for peer in peers:
-            peer.kill()
     later = range(20 + warmups, 40 + warmups)  # frames are numbered across bursts, warm-ups included
     ordered_and_complete(early_seen, [*range(20), *later])
     ordered_and_complete(late_seen, later)
-
     assert late_seen["stats"]["direct"]["direct_channels_opened"] == 1
 
 
 @pytest.mark.skipif(isolation_unavailable() is not None, reason=str(isolation_unavailable()))
 def test_a_direct_subscriber_in_another_network_namespace_gets_every_frame_through_the_twin():
-    with other_host() as (here, there):
-        peers = []
-        try:
-            publisher = Peer(here, "publisher", "image", "direct_far")
-            far = Peer(there, "subscriber", "image", "direct_far", "far", "auto", "20", "direct")
-            peers += [publisher, far]
-            publisher.ask("match 1")
-            warmups = publisher.ask("await_twin far")["warmups"]
-            publisher.ask("burst 20 main far")
-            publisher.ask("quit")
-            seen, log = far.finish()
-        finally:
-            for peer in peers:
-                peer.kill()
+    with other_host() as (here, there), peer_group() as start:
+        publisher = start(here, "publisher", "image", "direct_far")
+        far = subscriber(start, "far", "direct_far", 20, place=there)
+        publisher.ask("match 1")
+        warmups = publisher.ask("await_twin far")["warmups"]
+        publisher.ask("burst 20 main far")
+        publisher.ask("quit")
+        seen, log = far.finish()
     ordered_and_complete(seen, range(warmups, warmups + 20))
     assert seen["stats"]["frames"]["fallback"] >= 20 and seen["stats"]["frames"]["zero_copy"] == 0
     assert seen["stats"]["direct"]["direct_channels_opened"] == 0  # no pool reached, no channel tried
@@ -101,11 +86,9 @@ def test_a_direct_subscriber_in_another_network_namespace_gets_every_frame_throu
 
 
 def test_a_stopped_or_killed_direct_subscriber_never_makes_a_publish_wait():
-    peers = []
-    try:
-        publisher = Peer(HERE, "publisher", "image", "direct_stuck")
-        sub = Peer(HERE, "subscriber", "image", "direct_stuck", "stuck", "auto", "1000000", "direct")
-        peers += [publisher, sub]
+    with peer_group() as start:
+        publisher = start(HERE, "publisher", "image", "direct_stuck")
+        sub = subscriber(start, "stuck", "direct_stuck", 1000000)
         publisher.ask("match 1")
         publisher.ask("burst 2 main stuck")  # the first frame opened its channel
         assert publisher.ask("stats")["pool"]["direct_channels"] == 1
@@ -119,9 +102,6 @@ def test_a_stopped_or_killed_direct_subscriber_never_makes_a_publish_wait():
             time.sleep(0.1)
         end = publisher.ask("stats")["pool"]
         publisher.ask("quit")
-    finally:
-        for peer in peers:
-            peer.kill()
     assert flood["sent"] - 2 + flood["skipped"] == 600
     assert flood["pool"]["direct_drops"] > 0, flood["pool"]  # frames it could not take: dropped, counted
     assert after["sent"] > flood["sent"]
@@ -129,11 +109,9 @@ def test_a_stopped_or_killed_direct_subscriber_never_makes_a_publish_wait():
 
 
 def test_a_publisher_killed_mid_run_leaves_its_direct_subscriber_running_and_able_to_stop():
-    peers = []
-    try:
-        publisher = Peer(HERE, "publisher", "image", "direct_killed")
-        sub = Peer(HERE, "subscriber", "image", "direct_killed", "left", "auto", "1000000", "direct")
-        peers += [publisher, sub]
+    with peer_group() as start:
+        publisher = start(HERE, "publisher", "image", "direct_killed")
+        sub = subscriber(start, "left", "direct_killed", 1000000)
         publisher.ask("match 1")
         publisher.ask("burst 5 main left")
         publisher.proc.stdin.write("flood 100000 flood\n")  # publishing as fast as it can when it dies
@@ -145,9 +123,6 @@ def test_a_publisher_killed_mid_run_leaves_its_direct_subscriber_running_and_abl
         sub.proc.stdin.write("stop\n")  # answered from its main thread: stats() would hang on a stuck delivery
         sub.proc.stdin.flush()
         result, log = sub.finish(30)
-    finally:
-        for peer in peers:
-            peer.kill()
     assert sub.proc.returncode == 0, log
     assert result is not None and result["errors"] == [], (result, log)
     assert result["stats"]["direct"]["direct_channels_ended"] == 1, result["stats"]

@@ -5,7 +5,7 @@ nothing for the genuine publisher, whichever ``fallback`` the subscription has. 
 import os
 
 import pytest
-from fallback_runs import Peer
+from fallback_runs import peer_group
 from isolation import Place
 
 HERE = Place((), dict(os.environ))
@@ -13,19 +13,14 @@ HERE = Place((), dict(os.environ))
 
 @pytest.mark.parametrize("fallback", ["auto", "never"])
 def test_descriptors_naming_a_live_pool_from_a_dead_pid_do_not_decide_its_route(fallback):
-    peers = []
-    try:
-        publisher = Peer(HERE, "publisher", "image", f"poisoned_{fallback}")
-        sub = Peer(HERE, "subscriber", "image", f"poisoned_{fallback}", "victim", fallback, "20")
-        peers += [publisher, sub]
+    with peer_group() as start:
+        publisher = start(HERE, "publisher", "image", f"poisoned_{fallback}")
+        sub = start(HERE, "subscriber", "image", f"poisoned_{fallback}", "victim", fallback, "20")
         publisher.ask("match 1")
         publisher.ask("forge_dead 5")  # the first descriptors of this pool id the subscriber ever sees
         publisher.ask("burst 20 main victim")
         publisher.ask("quit")
         seen, log = sub.finish()
-    finally:
-        for peer in peers:
-            peer.kill()
     assert seen["errors"] == [] and seen["seqs"] == list(range(20)), seen
     frames = seen["stats"]["frames"]
     assert frames["zero_copy"] == 20 and frames["fallback"] == 0, frames  # every genuine frame, in place

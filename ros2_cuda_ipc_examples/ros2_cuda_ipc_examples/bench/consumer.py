@@ -111,16 +111,7 @@ class Consumer:
         assert arrays is not None
         try:
             times = [now_ns()]
-            with reader.read(msg, arrays.stream) as view:
-                times.append(now_ns())
-                frame = arrays.from_view(kind.view_bytes(view))
-                times.append(now_ns())
-                arrays.synchronize()
-                times.append(now_ns())
-                checksum = arrays.checksum(frame)
-                times.append(now_ns())
-                del frame
-            times.append(now_ns())
+            checksum = self._reduce(kind, reader.read(msg, arrays.stream), arrays, times)
         except StaleDescriptorError:
             self._dropped(case, seq, "stale")
             return
@@ -136,8 +127,16 @@ class Consumer:
         case, seq = self._start(view.header)
         arrays = self.gpu if case.transport == "cuda-direct" else self.host
         assert arrays is not None
+        times = [arrived]
+        checksum = self._reduce(kind, view, arrays, times)
+        self._record(case, seq, stamp_ns(view.header), arrived, times,
+                     checksum == expected_checksum(case.payload.byte_size, seq))
+
+    @staticmethod
+    def _reduce(kind: Any, view: Any, arrays: Any, times: list[int]) -> int:
+        """View the read frame, wait for it, reduce it, release it; ``times`` gets a stamp after each step."""
         with view:
-            times = [arrived, now_ns()]
+            times.append(now_ns())
             frame = arrays.from_view(kind.view_bytes(view))
             times.append(now_ns())
             arrays.synchronize()
@@ -146,8 +145,7 @@ class Consumer:
             times.append(now_ns())
             del frame
         times.append(now_ns())
-        self._record(case, seq, stamp_ns(view.header), arrived, times,
-                     checksum == expected_checksum(case.payload.byte_size, seq))
+        return int(checksum)
 
     def on_sensor_frame(self, msg: Any) -> None:
         """A sensor_msgs Image or PointCloud2: upload (GPU run) or wrap, reshape, reduce."""
