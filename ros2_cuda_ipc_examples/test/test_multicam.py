@@ -15,11 +15,11 @@ MULTICAM = [sys.executable, "-c", "import sys; from ros2_cuda_ipc_examples.bench
 
 
 def test_one_camera_and_reader_through_each_transport_prints_the_table(tmp_path):
-    out = subprocess.run([*MULTICAM, "--cameras", "1", "--readers", "1", "--size", "160x120", "--fps", "10",
+    out = subprocess.run([*MULTICAM, "--cameras", "2", "--readers", "1", "--size", "160x120", "--fps", "10",
                           "--seconds", "2", "--memory", "host", "--namespace", "/multicam_test", "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "multicam: 1 cameras x 1 readers, 160x120 at 10 fps, host memory" in out.stdout, out.stdout
+    assert "multicam: 2 cameras x 1 readers, 160x120 at 10 fps, host memory" in out.stdout, out.stdout
     lines = out.stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["transport", "camera"])
     rows = {line[2:24].strip(): line[24:].split() for line in lines[header + 1:header + 1 + len(TRANSPORTS)]}

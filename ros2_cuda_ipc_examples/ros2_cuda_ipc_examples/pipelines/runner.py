@@ -462,8 +462,9 @@ def _summary(pipeline: Pipeline, options: PipelineOptions, table: StatsTable, co
     consumers = {name: report for name, report in nodes.items() if report and not report.get("source")}
     source = nodes.get(pipeline.source) or {}
     preview = options.out_dir.resolve() / "preview.png"
+    # Every node reported; several may be sources (multicam's cameras): each consumer checked frames, none bad.
     ok = bool(source.get("out")) and all(r["checked"] > 0 and r["bad"] == 0 for r in consumers.values()) \
-        and len(consumers) == len(nodes) - 1 and not any(codes.values())
+        and all(report is not None for report in nodes.values()) and bool(consumers) and not any(codes.values())
     elapsed = source.get("elapsed_s") or 0.0
     return {
         "pipeline": pipeline.name, "source": pipeline.source, "mode": "composed" if compose else "separate", "ok": ok,
