@@ -28,7 +28,7 @@ def test_one_camera_and_reader_through_each_transport_prints_the_table(tmp_path)
     assert sorted(saved["rows"]) == sorted(TRANSPORTS)
     for transport, row in saved["rows"].items():
         assert row["ok"] and row["bad"] == 0 and 0 < row["frames_checked"] <= row["frames_published"], (transport, row)
-        assert row["processes"] == 2  # a camera and its reader, each its own process
+        assert row["processes"] == 4  # two cameras and their readers, each its own process
         cells = rows[TRANSPORTS[transport]]
         assert (int(cells[-2]), int(cells[-1])) == (row["frames_checked"], row["bad"]), (cells, row)
     assert (tmp_path / "ipc" / "logs").is_dir() and (tmp_path / "sensor_msgs" / "logs").is_dir()

@@ -53,7 +53,7 @@ def multicam_row(summary: dict[str, Any], fps: float) -> dict[str, Any]:
         if all(value is not None for value in per_process) else None,
         "processes": len(one_per_process),
         "latency_p50_ms": _median(p50s), "latency_p99_ms": max(p99s) if p99s else None,
-        "frames_published": summary["frames_published"],
+        "frames_published": sum(report.get("out", 0) for report in nodes.values() if report.get("source")),
         "frames_checked": sum(summary["frames_checked"].values()),
         "bad": sum(report.get("bad", 0) for report in nodes.values()), "ok": summary["ok"],
     }
