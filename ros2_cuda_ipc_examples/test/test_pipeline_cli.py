@@ -114,7 +114,8 @@ def test_a_second_pipeline_in_the_same_namespace_is_refused_and_the_first_runs_o
         assert last.startswith("fanout: FAILED: another pipeline runs in /twice"), second.stderr
         summary = json.loads((second_out / "pipeline-summary.json").read_text())
         assert summary["ok"] is False and summary["failure"].startswith("another pipeline runs in /twice")
-        assert first.poll() is None  # the first was not disturbed
+        if first.poll() is not None:  # the first was disturbed: say how it ended
+            raise AssertionError(f"the first pipeline ended with {first.returncode}: {first.communicate()[1][-3000:]}")
         first.send_signal(signal.SIGINT)
         _, err = first.communicate(timeout=90)
         assert first.returncode == 0, err
