@@ -26,6 +26,7 @@ from ros2_cuda_ipc_core import run_tool, tool_parser
 from ..pipelines.arguments import add_pipeline_arguments, pipeline_options, positive_number
 from ..pipelines.definitions import multicam
 from ..pipelines.runner import PipelineFailed, run_pipeline
+from . import plots
 
 __all__ = ["TRANSPORTS", "main", "multicam_row", "print_rows"]
 
@@ -100,6 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = base.out_dir / "multicam.json"
     path.write_text(json.dumps({"rows": rows, "summaries": summaries}, indent=1) + "\n")
     print(f"multicam: {path}")
+    if plots.matplotlib_missing() is None:
+        title = (f"{args.cameras} cameras x {args.readers} readers, {base.width}x{base.height} at {base.fps:g} fps, "
+                 f"{base.memory} memory")
+        print(f"multicam: {plots.draw_multicam(rows, TRANSPORTS, title, base.out_dir)}")
     return 0 if all(row["ok"] for row in rows.values()) else 1
 
 

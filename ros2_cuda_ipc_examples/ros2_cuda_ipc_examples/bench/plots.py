@@ -79,3 +79,32 @@ def draw(results: list[dict[str, Any]], out: Path) -> list[Path]:
         fig.savefig(written[-1], dpi=DPI)
         plt.close(fig)
     return written
+
+
+MULTICAM_PNG = "multicam.png"
+
+
+def draw_multicam(rows: dict[str, dict[str, Any]], labels: dict[str, str], title: str, out: Path) -> Path:
+    """Bars of benchmark_multicam's rows: CPU a frame of a camera and of a reader, and the pipeline's cores."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(rows)
+    fig, (per_frame, cores) = plt.subplots(1, 2, figsize=(max(MIN_FIGURE[0], 10.0), MIN_FIGURE[1]))
+    x = np.arange(len(names))
+    for offset, key, label in ((-0.2, "camera_cpu_ms_per_frame", "a camera"), (0.2, "reader_cpu_ms_per_frame", "a reader")):
+        per_frame.bar(x + offset, [rows[n][key] or 0 for n in names], 0.4, label=label)
+    per_frame.set_xticks(x, [labels[n] for n in names], rotation=15)
+    per_frame.set_ylabel("CPU ms a frame (steady state)")
+    per_frame.legend()
+    cores.bar(x, [rows[n]["cores"] or 0 for n in names], 0.5, color="C2")
+    cores.set_xticks(x, [labels[n] for n in names], rotation=15)
+    cores.set_ylabel("the whole pipeline's CPU, cores")
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = out / MULTICAM_PNG
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
