@@ -1,0 +1,95 @@
+"""The direct path's bytes are input from a peer: any bytes, in any chunks, give records or an
+InvalidDescriptorError, never another exception or an unbounded buffer; a subscribe request is a topic or
+nothing; and a pool's server survives hostile requests and still serves a real subscriber."""
+
+import socket
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ros2_cuda_ipc_core import BlockManager, InvalidDescriptorError
+from ros2_cuda_ipc_core.descriptor import socket_address
+from ros2_cuda_ipc_core.direct.wire import (
+    MAX_RECORD_BYTES,
+    Frame,
+    RecordReader,
+    Template,
+    frame_record,
+    parse_subscribe,
+    subscribe_request,
+    template_record,
+)
+from ros2_cuda_ipc_core.layout import HEADER_SIZE
+
+RECORDS = st.one_of(
+    st.builds(lambda *f: frame_record(*f), st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1),
+              st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1), st.integers(-2**31, 2**31 - 1),
+              st.integers(0, 2**32 - 1), st.binary(min_size=64, max_size=64), st.text(max_size=40).map(str.encode)),
+    st.builds(template_record, st.integers(0, 2**32 - 1), st.binary(max_size=300)),
+    st.binary(max_size=200),  # garbage between records
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(RECORDS, max_size=12), cuts=st.lists(st.integers(1, 400), max_size=20))
+def test_any_bytes_in_any_chunks_give_records_or_a_typed_refusal(parts, cuts):
+    data = b"".join(parts)
+    reader = RecordReader()
+    start = 0
+    try:
+        for cut in [*cuts, len(data)]:
+            for record in reader.feed(data[start:start + cut]):
+                assert isinstance(record, (Frame, Template))
+            start += cut
+            assert len(reader._buffer) <= MAX_RECORD_BYTES + 400  # never more than one record's worth held
+    except InvalidDescriptorError:
+        pass
+
+
+@given(data=st.binary(max_size=2100))
+def test_a_subscribe_request_is_a_topic_or_nothing(data):
+    topic = parse_subscribe(data)
+    assert topic is None or (isinstance(topic, str) and 0 < len(topic.encode()) <= 1024)
+
+
+def test_a_request_round_trips_and_refuses_what_it_cannot_carry():
+    assert parse_subscribe(subscribe_request("/camera/gpu")) == "/camera/gpu"
+    with pytest.raises(ValueError):
+        subscribe_request("x" * 1025)
+    with pytest.raises(ValueError):
+        frame_record(1, 0, 1, 1, 0, 0, bytes(64), b"f" * 5000)
+
+
+def _handout(path: str) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(5)
+    sock.connect(socket_address(path))
+    _, fds, _, _ = socket.recv_fds(sock, HEADER_SIZE + 1, 3)
+    for fd in fds:
+        socket.close(fd)
+    return sock
+
+
+def test_hostile_requests_leave_the_pool_serving_and_publishing():
+    with BlockManager(4096, block_count=2, memory="host", reuse_delay=0) as pool:
+        hostile = []
+        for junk in (b"R2CD\x01\x00\xff\xff" + b"x" * 100, b"R2CD\x09\x00\x01\x00x", b"\x00" * 3000,
+                     subscribe_request("/t")[:-1] + b"\xff"):
+            sock = _handout(pool.socket_path)
+            sock.sendall(junk)
+            hostile.append(sock)
+        good = _handout(pool.socket_path)
+        good.sendall(subscribe_request("/t"))
+        deadline = time.monotonic() + 5
+        while pool.direct.count() < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert pool.direct.count() == 1  # the good one only: the rest were not requests
+        block = pool.acquire_for_publish()
+        block.view((4096,), np.uint8)[:] = 1
+        block.prepare_publish()
+        for sock in (*hostile, good):
+            sock.close()
+        assert pool.stats()["fd_handouts"] == 5
