@@ -4,6 +4,7 @@ during one, restarted nodes' counters, the restart policy, the multi-camera figu
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -50,14 +51,22 @@ def test_gc_pauses_are_counted():
     assert gc_pauses().count > before and gc_pauses().report()["longest_ms"] >= 0
 
 
-def test_a_ctrl_c_while_the_collector_runs_reaches_the_main_thread_every_time():
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_while_the_collector_runs_ends_the_node_cleanly(stop):
     """Before: a SIGINT handled inside the GC-pause callback was printed as "Exception ignored in <_GcPauses>" and
-    lost (the H200's test_each_component_as_its_own_process_stops_on_sigint).  Here 200 SIGINTs, each sent once
-    the one before was caught, into a process that collects at nearly every allocation."""
+    lost (the H200's test_each_component_as_its_own_process_stops_on_sigint).  A node under run_nodes notes the
+    signal instead of raising it; here, five times each, one collecting at nearly every allocation stops cleanly."""
     peer = Path(__file__).with_name("gc_interrupt_peer.py")
-    out = subprocess.run([sys.executable, str(peer), "200"], capture_output=True, text=True, timeout=120)
-    assert "Exception ignored" not in out.stderr and "Traceback" not in out.stderr, out.stderr
-    assert out.returncode == 0 and out.stdout.startswith("caught 200 of 200 SIGINTs"), out.stdout + out.stderr
+    for _ in range(5):
+        process = subprocess.Popen([sys.executable, str(peer)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert process.stdout.readline().strip() == "ready"
+            process.send_signal(stop)
+            out, err = process.communicate(timeout=60)
+        finally:
+            process.kill()
+        assert "Exception ignored" not in err and "Traceback" not in err, err
+        assert process.returncode == 0 and "stopped after" in out, out + err
 
 
 def test_a_restarted_node_s_counters_add_to_its_earlier_lives():

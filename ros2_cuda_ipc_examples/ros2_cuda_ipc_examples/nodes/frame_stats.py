@@ -14,14 +14,9 @@ slowest frames' time went.
 
 from __future__ import annotations
 
-import _thread
 import gc
 import json
 import math
-import queue
-import signal
-import sys
-import threading
 import time
 from pathlib import Path
 from typing import IO, Any
@@ -99,14 +94,9 @@ class ProcessCpu:
 class _GcPauses:
     """``gc.callbacks`` entry: the collector's pauses (count, total, longest).
 
-    Python runs a signal's handler in the main thread at the next check between bytecodes, and a collection
-    runs its callbacks in the middle of whatever allocated, so a Ctrl-C can raise its ``KeyboardInterrupt``
-    inside this callback: at its very first instruction when the signal came while the collector ran, before
-    any ``try`` of its own could catch it, and again at the first check after any attempt of its own to hand
-    the interrupt back (``_thread.interrupt_main()`` raised it right there: the H200's "Exception ignored in
-    _GcPauses").  The collector then reports it as unraisable and drops it.  So the callback does not try:
-    :class:`_InterruptHandBack` takes such an interrupt from ``sys.unraisablehook`` and has another thread
-    raise it in the main thread again, once the collection is over.
+    A stop signal never raises in it: nodes run under core's ``run_nodes``, which notes SIGINT and SIGTERM instead
+    of raising ``KeyboardInterrupt`` wherever Python happens to be (once it landed here, on the H200, and was
+    printed as "Exception ignored in _GcPauses" and lost).
     """
 
     def __init__(self) -> None:
@@ -126,32 +116,6 @@ class _GcPauses:
         return {"count": self.count, "total_ms": round(self.total * 1e3, 3), "longest_ms": round(self.longest * 1e3, 3)}
 
 
-class _InterruptHandBack:
-    """Gives the main thread back a stop signal's ``KeyboardInterrupt`` that ``callback`` (a gc callback) let out.
-
-    The hook only queues it (nothing it does can re-raise it in itself); a thread of its own waiting on the queue
-    calls ``_thread.interrupt_main``, so the interrupt is raised where the main thread is once it holds the
-    interpreter again: after the collection, in the code that was interrupted, as if the signal came then.  Any
-    other unraisable exception goes to the hook that was there before."""
-
-    def __init__(self, callback: object) -> None:
-        self._callback = callback
-        self._stops: queue.SimpleQueue[signal.Signals] = queue.SimpleQueue()
-        self._previous = sys.unraisablehook
-        sys.unraisablehook = self._hook
-        threading.Thread(target=self._hand_back, name="gc-interrupt-hand-back", daemon=True).start()
-
-    def _hook(self, unraisable: Any) -> None:
-        if unraisable.object is self._callback and isinstance(unraisable.exc_value, KeyboardInterrupt):
-            self._stops.put(signal.SIGTERM if unraisable.exc_value.args[:1] == ("SIGTERM",) else signal.SIGINT)
-            return
-        self._previous(unraisable)
-
-    def _hand_back(self) -> None:
-        while True:
-            _thread.interrupt_main(self._stops.get())
-
-
 _PAUSES: _GcPauses | None = None
 
 
@@ -160,7 +124,6 @@ def gc_pauses() -> _GcPauses:
     global _PAUSES
     if _PAUSES is None:
         _PAUSES = _GcPauses()
-        _InterruptHandBack(_PAUSES)
         gc.callbacks.append(_PAUSES)
     return _PAUSES
 
