@@ -22,14 +22,20 @@ class Hearing:
     def __init__(self, take: Callable[[Any], None]) -> None:
         self._take = take
         self._heard: set[bytes] = set()
+        self._unnamed = False  # a message info without the publisher's gid (Jazzy's rclpy): nobody can be told apart
 
     def __call__(self, msg: Any, info: Any) -> None:
         self._take(msg)
-        self._heard.add(bytes(info["publisher_gid"]["data"]))
+        gid = info.get("publisher_gid") if isinstance(info, dict) else None
+        if gid is None:
+            self._unnamed = True
+        else:
+            self._heard.add(bytes(gid["data"]))
 
     def heard_every_publisher(self, node: Any) -> bool:
-        """Whether every publisher of ``/diagnostics`` in ``node``'s graph has been heard at least once."""
-        return all(bytes(info.endpoint_gid) in self._heard
+        """Whether every publisher of ``/diagnostics`` in ``node``'s graph has been heard at least once (never, where
+        this rclpy does not say who sent a message: ``--once`` then listens its whole bound, as on Humble)."""
+        return not self._unnamed and all(bytes(info.endpoint_gid) in self._heard
                    for info in node.get_publishers_info_by_topic(DIAGNOSTICS_TOPIC))
 
     @staticmethod
