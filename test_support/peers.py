@@ -63,6 +63,30 @@ def run_peers(script: str, publisher: Sequence[str], subscribers: Sequence[Seque
     return last_json(pub_out), [last_json(out) for out in sub_outs]
 
 
+def stop_in_turn(processes: Mapping[str, subprocess.Popen], timeout: float = 30.0) -> dict[str, str]:
+    """SIGINT each process still running, in order, each once the one before has ended (see :func:`run_peers`
+    for why not all at once); their stderr (a pipe), by name.  One still running ``timeout`` s after its SIGINT
+    fails the test with its threads' C stacks, then is killed, as are the rest."""
+    import signal
+
+    from ros2_cuda_ipc_examples.pipelines.stacks import native_stacks
+
+    errors: dict[str, str] = {}
+    try:
+        for name, process in processes.items():
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+            try:
+                errors[name] = process.communicate(timeout=timeout)[1] or ""
+            except subprocess.TimeoutExpired:
+                raise AssertionError(f"{name} still ran {timeout:.0f} s after its SIGINT\n"
+                                     f"{native_stacks(process.pid)}") from None
+    finally:
+        for process in processes.values():
+            process.kill()
+    return errors
+
+
 def run_publisher_and_subscriber(script: str, *args: str, publisher_timeout: float = 240.0,
                                  subscriber_timeout: float = 60.0) -> tuple[Any, Any]:
     """Roles ``subscriber`` and ``publisher`` of ``script``, with the same ``args``: their JSON results."""

@@ -34,7 +34,7 @@ from .pool import DEFAULT_REUSE_DELAY, BlockManager, MemoryKind, check_reuse_del
 from .publish_block import PublishBlock
 from .read_handle import ReadHandle
 from .reader import Reader
-from .shutdown import run_nodes, run_tool, stop_reason
+from .shutdown import TEARDOWN_BOUND, run_nodes, run_tool, stop_reason, teardown_bounded
 from .streams import StreamLike
 from .topic_check import DEFAULT_CHECK_DELAY, TopicCheck, check_topic, message_type_name
 from .transfer import copy_rows, copy_strided
@@ -75,6 +75,7 @@ __all__ = [
     "REPORT_PERIOD_S",
     "STARTUP_ERRORS",
     "STATUS_PREFIX",
+    "TEARDOWN_BOUND",
     "ArrayProtocols",
     "ArrayView",
     "BackgroundDownload",
@@ -148,6 +149,7 @@ __all__ = [
     "run_tool",
     "stop_reason",
     "strided_source",
+    "teardown_bounded",
     "tool_parser",
     "twin_topic",
     "warm_up_jpeg",

@@ -9,6 +9,7 @@ Every executable of the workspace goes through :func:`run_nodes` (nodes) or
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import signal
 import time
@@ -21,7 +22,12 @@ if TYPE_CHECKING:
     from rclpy.executors import Executor
     from rclpy.node import Node
 
-__all__ = ["run_nodes", "run_tool", "stop_reason", "stop_signals_interrupt", "stop_signals_noted"]
+__all__ = ["TEARDOWN_BOUND", "run_nodes", "run_tool", "stop_reason", "stop_signals_interrupt", "stop_signals_noted",
+           "teardown_bounded"]
+
+#: Seconds a teardown may hang before the process ends itself (see :func:`teardown_bounded`): longer than the
+#: pipeline runner's stop timeout (15 s), after which the runner asks a child for its C stacks itself.
+TEARDOWN_BOUND = 20.0
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -62,6 +68,21 @@ def stop_signals_noted() -> Iterator[list[int]]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+@contextmanager
+def teardown_bounded(bound: float = TEARDOWN_BOUND) -> Iterator[None]:
+    """Within the block, a hang longer than ``bound`` s ends the process with exit code 1 and every thread's
+    Python stack on stderr, so that Ctrl-C always ends it.
+
+    faulthandler's own C thread does it, without the GIL: the hang it is for, Fast DDS 3.2's deadlock when a
+    participant is deleted while a peer's removal reaches it (docs/decisions.md), holds the GIL inside
+    rclpy's ``destroy_node``, where no Python thread or signal handler can run."""
+    faulthandler.dump_traceback_later(bound, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 def stop_reason(stop: BaseException) -> str:
@@ -111,6 +132,8 @@ def run_nodes(make_nodes: Callable[[], Sequence[Node]], *, args: list[str] | Non
     ``executor`` may be a factory (an executor class, say): it is called after ``rclpy.init``,
     as an executor needs an initialized context (a class through :func:`new_executor`).
     """
+    if not faulthandler.is_enabled():  # a crash in a native library then shows where Python was
+        faulthandler.enable()
     with stop_signals_noted() as stops:
         return _init_and_spin(make_nodes, args, executor, stops)
 
@@ -161,9 +184,10 @@ def _init_and_spin(make_nodes: Callable[[], Sequence[Node]], args: list[str] | N
         # A signal shut the context down while the nodes were being made (their next rcl call then fails):
         # that is the stop the user asked for, not an error.
     finally:
-        if spinner is not None:
-            spinner.shutdown(timeout_sec=1.0)
-        for node in nodes:
-            node.destroy_node()
-        rclpy.try_shutdown()
+        with teardown_bounded():
+            if spinner is not None:
+                spinner.shutdown(timeout_sec=1.0)
+            for node in nodes:
+                node.destroy_node()
+            rclpy.try_shutdown()
     return 0

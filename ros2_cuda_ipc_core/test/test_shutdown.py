@@ -141,3 +141,34 @@ def test_a_ctrl_c_inside_an_executors_construction_leaves_no_error_behind(kind, 
     finally:
         rclpy.try_shutdown()
     assert [str(u.exc_value) for u in unraisable] == []
+
+
+# A teardown that hangs in C code holding the GIL, as rclpy's destroy_node does in Fast DDS 3.2's deadlock:
+# ctypes.PyDLL calls keep the GIL, so no Python thread or signal handler could end this one.
+HANGS_HOLDING_THE_GIL = """
+import ctypes
+from ros2_cuda_ipc_core import teardown_bounded
+with teardown_bounded(1.0):
+    ctypes.PyDLL(None).sleep(60)
+print("not reached")
+"""
+
+ENDS_IN_TIME = """
+import time
+from ros2_cuda_ipc_core import teardown_bounded
+with teardown_bounded(0.5):
+    pass
+time.sleep(1.5)  # the bound passed: it was cancelled with the block
+print("ended")
+"""
+
+
+def test_a_teardown_hung_in_c_holding_the_gil_still_ends_the_process():
+    out = subprocess.run([sys.executable, "-c", HANGS_HOLDING_THE_GIL], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 1 and "not reached" not in out.stdout
+    assert "Timeout (0:00:01)!" in out.stderr and "line 5 in <module>" in out.stderr, out.stderr
+
+
+def test_a_teardown_that_ends_leaves_no_bound_behind():
+    out = subprocess.run([sys.executable, "-c", ENDS_IN_TIME], capture_output=True, text=True, timeout=30)
+    assert (out.returncode, out.stdout, out.stderr) == (0, "ended\n", "")

@@ -12,7 +12,13 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ros2_cuda_ipc_core import DEFAULT_MAX_FRAME_BYTES, CudaUnavailableError, InvalidDescriptorError, tool_parser
+from ros2_cuda_ipc_core import (
+    DEFAULT_MAX_FRAME_BYTES,
+    CudaUnavailableError,
+    InvalidDescriptorError,
+    teardown_bounded,
+    tool_parser,
+)
 
 from .bag_errors import BagError
 from .bag_source import BagSource, BagTopicInfo, one_line
@@ -261,9 +267,10 @@ def play(args: argparse.Namespace) -> int:
     finally:
         if player is not None:
             player.close()
-        node.destroy_node()
-        rclpy.try_shutdown()
         source.close()
+        with teardown_bounded():
+            node.destroy_node()
+            rclpy.try_shutdown()
     if sys.stderr.isatty() and not args.quiet:
         sys.stderr.write("\n")
     print(progress.summary(args.bag, interrupted), flush=True)

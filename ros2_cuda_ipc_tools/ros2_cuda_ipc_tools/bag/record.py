@@ -15,7 +15,15 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ros2_cuda_ipc_core import bounded_number, cuda_device_count, encode_jpeg, jpeg_backend, tool_parser, warm_up_jpeg
+from ros2_cuda_ipc_core import (
+    bounded_number,
+    cuda_device_count,
+    encode_jpeg,
+    jpeg_backend,
+    teardown_bounded,
+    tool_parser,
+    warm_up_jpeg,
+)
 
 from .bag_errors import BagError
 from .cli import number_argument, run_bag_tool
@@ -105,10 +113,12 @@ def record(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if recorder is not None:
             recorder.close()  # the writer thread closes the bag
-            recorder.destroy_node()
         else:
             sink.close()
-        rclpy.try_shutdown()
+        with teardown_bounded():
+            if recorder is not None:
+                recorder.destroy_node()
+            rclpy.try_shutdown()
     if recorder is None:
         return 0
     if sys.stderr.isatty():

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ros2_cuda_ipc_core import DIAGNOSTICS_TOPIC, REPORT_PERIOD_S, run_tool, tool_parser
+from ros2_cuda_ipc_core import DIAGNOSTICS_TOPIC, REPORT_PERIOD_S, run_tool, teardown_bounded, tool_parser
 
 from .board import Board
 from .hearing import Hearing
@@ -94,8 +94,9 @@ def watch(once: bool, as_json: bool, period: float, wait: float, ros_args: list[
             print(render_screen(board.rows(), as_json=as_json, live=live, now=time.time()), flush=True)
             next_at += period
     finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+        with teardown_bounded():
+            node.destroy_node()
+            rclpy.try_shutdown()
 
 
 def main(argv: list[str] | None = None) -> None:
