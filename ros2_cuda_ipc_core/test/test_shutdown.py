@@ -3,6 +3,7 @@
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import rclpy
@@ -172,3 +173,32 @@ def test_a_teardown_hung_in_c_holding_the_gil_still_ends_the_process():
 def test_a_teardown_that_ends_leaves_no_bound_behind():
     out = subprocess.run([sys.executable, "-c", ENDS_IN_TIME], capture_output=True, text=True, timeout=30)
     assert (out.returncode, out.stdout, out.stderr) == (0, "ended\n", "")
+
+
+# rclpy's handlers go in only once the nodes are made (their thread's context shutdown raced node creation):
+# until then a stop waits for the nodes; a second one stops a constructor that hangs.
+HANGS_WHILE_MADE = """
+import time
+from rclpy.node import Node
+from ros2_cuda_ipc_core import run_nodes
+
+def make_nodes():
+    node = Node("hangs_while_made")
+    print("making", flush=True)
+    time.sleep(60)
+    return [node]
+
+raise SystemExit(run_nodes(make_nodes))
+"""
+
+
+def test_a_second_stop_ends_a_constructor_that_hangs():
+    process = subprocess.Popen([sys.executable, "-c", HANGS_WHILE_MADE], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stdout.readline().strip() == "making"
+    process.send_signal(signal.SIGINT)
+    time.sleep(1.0)
+    assert process.poll() is None  # the first stop waits for the nodes to be made
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 0 and "Traceback" not in err, err
