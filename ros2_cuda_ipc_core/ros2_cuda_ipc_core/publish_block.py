@@ -4,17 +4,35 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ros2_cuda_ipc_msgs.msg import BufferCore
 
 from .errors import Ros2CudaIpcError
+from .layout import PoolHeader
 from .streams import StreamLike
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .pool import BlockManager
+
+class BlockSource(Protocol):
+    """What a block reads of the pool that made it (a ``BlockManager``, which imports this module)."""
+
+    @property
+    def block_size(self) -> int: ...
+    @property
+    def memory(self) -> str: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def socket_path(self) -> str: ...
+    @property
+    def pool_id_array(self) -> Any: ...
+    @property
+    def publisher_pid(self) -> int: ...
+    @property
+    def header(self) -> PoolHeader: ...
 
 
 class PublishBlock:
@@ -22,7 +40,7 @@ class PublishBlock:
 
     __slots__ = ("_done", "_finish", "_memory", "_pool", "block_id", "uid")
 
-    def __init__(self, pool: BlockManager, block_id: int, uid: int, memory: Any,
+    def __init__(self, pool: BlockSource, block_id: int, uid: int, memory: Any,
                  finish: Callable[[int, int, int, int], None]) -> None:
         """Made by the pool, which hands over its block ``memory`` and how to ``finish`` a block
         (record the publication or cancellation and drop the write lease)."""

@@ -1,12 +1,12 @@
 """Typed zero-copy images over ros2_cuda_ipc: ``ImagePublisher``, ``ImageSubscription``, ``ImageReader``, and the
 sensor_msgs/Image bridge and CPU twins."""
 
-from .bridge import publish_image_msg, to_image_msg
+from .bridge import to_image_msg
 from .compressed import JPEG_ORDERS, compressed_format, to_compressed_image_msg
 from .encodings import ENCODINGS, encoding_layout, generic_encoding
 from .frame import ImageFrame
 from .layout import ImageLayout
-from .publisher import ImagePublisher
+from .publisher import ImagePublisher, publish_image_msg
 from .reader import ImageReader
 from .subscription import ImageSubscription, ImageTwinUpload
 from .view import ImageView

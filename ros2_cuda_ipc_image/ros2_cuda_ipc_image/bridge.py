@@ -1,4 +1,4 @@
-"""The bridge to ``sensor_msgs/Image``: one download out, one upload in, bit for bit."""
+"""The bridge to ``sensor_msgs/Image``: one download out, bit for bit (the upload in: ``publish_image_msg``)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,8 @@ from ros2_cuda_ipc_core import InvalidDescriptorError, check_frame_bytes, copy_r
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
 from .encodings import DTYPE_CODES, encoding_layout, generic_encoding
-from .frame import ImageFrame
-from .layout import packed_layout
 
 if TYPE_CHECKING:
-    from .publisher import ImagePublisher
     from .view import ImageView
 
 
@@ -76,37 +73,3 @@ def gpu_image_bytes(msg: GpuImage) -> int:
     """Bytes of the sensor_msgs/Image a GpuImage's download makes (rows x dense row bytes), by its claims."""
     item = DTYPE_CODES[msg.dtype].itemsize if msg.dtype in DTYPE_CODES else 1
     return math.prod(int(n) for n in msg.shape) * item
-
-
-def publish_image_msg(image_publisher: ImagePublisher, msg: Image) -> GpuImage | None:
-    """Publish a ``sensor_msgs/Image`` through ``image_publisher`` with one upload.
-
-    Its rows travel with the message's step when they fit a block; an image of the publisher's
-    geometry whose padded rows do not fit is repacked to the publisher's row stride in that same
-    upload.  Returns the ``GpuImage`` sent, or None if no block was free.  Big-endian multi-byte
-    data is byte-swapped to this machine's order first (GpuImage has no endianness field).
-    """
-    dtype, channels = encoding_layout(msg.encoding)
-    given = packed_layout(msg.height, msg.width, channels, dtype, msg.step, msg.encoding)
-    if msg.step < given.row_bytes or len(msg.data) < msg.height * msg.step:
-        raise InvalidDescriptorError(f"Image of {msg.height} rows with step {msg.step} carries {len(msg.data)} bytes; "
-                                     f"rows need {given.row_bytes} bytes each")
-    data = memoryview(msg.data)[: msg.height * msg.step]
-    if bool(msg.is_bigendian) != (sys.byteorder == "big") and dtype.itemsize > 1:
-        data = np.frombuffer(data, dtype=dtype.newbyteorder(">")).astype(dtype).view(np.uint8).data
-    given.validate(len(data))
-    if len(data) <= image_publisher.pool.block_size:
-        return image_publisher.publish_bytes(data, given, msg.header)
-    mine = image_publisher.layout
-    if (given.shape, given.dtype) != (mine.shape, mine.dtype):
-        raise ValueError(f"a {msg.width}x{msg.height} {msg.encoding} image with step {msg.step} ({len(data)} bytes) "
-                         f"does not fit this publisher's {image_publisher.pool.block_size}-byte blocks, and is not its "
-                         f"{mine.shape[1]}x{mine.shape[0]} geometry, whose rows would be repacked")
-    block = image_publisher.pool.acquire_for_publish()
-    if block is None:
-        return None
-    repacked = packed_layout(msg.height, msg.width, channels, dtype, mine.strides[0], msg.encoding)
-    rows = np.lib.stride_tricks.as_strided(np.frombuffer(data, dtype=dtype), given.shape, given.strides)
-    with ImageFrame(image_publisher, block, repacked) as frame:
-        frame.copy_in(repacked, rows)
-        return frame.publish(header=msg.header)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ros2_cuda_ipc_core import ArrayProtocols, PublishBlock, TypedFrame
+from ros2_cuda_ipc_core import ArrayProtocols, BlockPublisher, PublishBlock, TypedFrame
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
 from .layout import ImageLayout
-
-if TYPE_CHECKING:
-    from .publisher import ImagePublisher
 
 
 class ImageFrame(TypedFrame[ImageLayout, GpuImage], ArrayProtocols):
@@ -21,7 +18,7 @@ class ImageFrame(TypedFrame[ImageLayout, GpuImage], ArrayProtocols):
 
     array_name = "image frame"
 
-    def __init__(self, publisher: ImagePublisher, block: PublishBlock, layout: ImageLayout) -> None:
+    def __init__(self, publisher: BlockPublisher[ImageLayout, GpuImage], block: PublishBlock, layout: ImageLayout) -> None:
         super().__init__(publisher, block, layout)
         self.array: Any = block.view(layout.shape, layout.dtype, layout.strides)
 

@@ -13,8 +13,8 @@ from sensor_msgs.msg import Image
 from ros2_cuda_ipc_core import DownloadBridge, UploadBridge, run_node
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
-from .bridge import check_image_msg, gpu_image_bytes, publish_image_msg, to_image_msg
-from .publisher import ImagePublisher
+from .bridge import check_image_msg, gpu_image_bytes, to_image_msg
+from .publisher import ImagePublisher, publish_image_msg
 from .reader import ImageReader
 from .subscription import image_fits
 from .view import ImageView

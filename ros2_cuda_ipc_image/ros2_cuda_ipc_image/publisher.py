@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -9,6 +10,7 @@ from sensor_msgs.msg import CompressedImage, Image
 
 from ros2_cuda_ipc_core import (
     DEFAULT_REUSE_DELAY,
+    InvalidDescriptorError,
     MemoryKind,
     StreamLike,
     TwinSpec,
@@ -115,3 +117,37 @@ def _jpeg_quality(node: Any, quality: int | None) -> int:
     if not 1 <= quality <= 100:
         raise ValueError(f"jpeg_quality {quality} is outside 1..100")
     return quality
+
+
+def publish_image_msg(image_publisher: ImagePublisher, msg: Image) -> GpuImage | None:
+    """Publish a ``sensor_msgs/Image`` through ``image_publisher`` with one upload.
+
+    Its rows travel with the message's step when they fit a block; an image of the publisher's
+    geometry whose padded rows do not fit is repacked to the publisher's row stride in that same
+    upload.  Returns the ``GpuImage`` sent, or None if no block was free.  Big-endian multi-byte
+    data is byte-swapped to this machine's order first (GpuImage has no endianness field).
+    """
+    dtype, channels = encoding_layout(msg.encoding)
+    given = packed_layout(msg.height, msg.width, channels, dtype, msg.step, msg.encoding)
+    if msg.step < given.row_bytes or len(msg.data) < msg.height * msg.step:
+        raise InvalidDescriptorError(f"Image of {msg.height} rows with step {msg.step} carries {len(msg.data)} bytes; "
+                                     f"rows need {given.row_bytes} bytes each")
+    data = memoryview(msg.data)[: msg.height * msg.step]
+    if bool(msg.is_bigendian) != (sys.byteorder == "big") and dtype.itemsize > 1:
+        data = np.frombuffer(data, dtype=dtype.newbyteorder(">")).astype(dtype).view(np.uint8).data
+    given.validate(len(data))
+    if len(data) <= image_publisher.pool.block_size:
+        return image_publisher.publish_bytes(data, given, msg.header)
+    mine = image_publisher.layout
+    if (given.shape, given.dtype) != (mine.shape, mine.dtype):
+        raise ValueError(f"a {msg.width}x{msg.height} {msg.encoding} image with step {msg.step} ({len(data)} bytes) "
+                         f"does not fit this publisher's {image_publisher.pool.block_size}-byte blocks, and is not its "
+                         f"{mine.shape[1]}x{mine.shape[0]} geometry, whose rows would be repacked")
+    block = image_publisher.pool.acquire_for_publish()
+    if block is None:
+        return None
+    repacked = packed_layout(msg.height, msg.width, channels, dtype, mine.strides[0], msg.encoding)
+    rows = np.lib.stride_tricks.as_strided(np.frombuffer(data, dtype=dtype), given.shape, given.strides)
+    with ImageFrame(image_publisher, block, repacked) as frame:
+        frame.copy_in(repacked, rows)
+        return frame.publish(header=msg.header)

@@ -10,8 +10,7 @@ from sensor_msgs.msg import Image
 from ros2_cuda_ipc_core import DeliveryMode, FallbackMode, MemoryKind, StreamLike, TwinUpload, TypedSubscription
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
-from .bridge import publish_image_msg
-from .publisher import ImagePublisher
+from .publisher import ImagePublisher, publish_image_msg
 from .reader import ImageReader
 from .view import ImageView
 

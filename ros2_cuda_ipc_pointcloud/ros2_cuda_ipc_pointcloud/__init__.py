@@ -1,12 +1,12 @@
 """Typed zero-copy point clouds over ros2_cuda_ipc: ``PointCloudPublisher``, ``PointCloudReader``, per-field views,
 and the sensor_msgs/PointCloud2 bridge."""
 
-from .bridge import publish_pointcloud2_msg, to_pointcloud2_msg
+from .bridge import to_pointcloud2_msg
 from .fields import DATATYPES, CloudField, fields_from_dtype
 from .frame import CloudFrame
 from .layout import MAX_POINT_STEP, CloudLayout, FieldGeometry
 from .named_layouts import NAMED_LAYOUTS
-from .publisher import PointCloudPublisher
+from .publisher import PointCloudPublisher, publish_pointcloud2_msg
 from .reader import PointCloudReader
 from .repack import repack
 from .subscription import CloudTwinUpload, PointCloudSubscription

@@ -1,4 +1,5 @@
-"""The bridge to ``sensor_msgs/PointCloud2``: one download out, one upload in, same bytes and layout."""
+"""The bridge to ``sensor_msgs/PointCloud2``: one download out, same bytes and layout (the upload in:
+``publish_pointcloud2_msg``)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,10 @@ from typing import TYPE_CHECKING
 from sensor_msgs.msg import PointCloud2
 
 from ros2_cuda_ipc_core import InvalidDescriptorError, check_frame_bytes, copy_rows, message_bytes
-from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 
 from .layout import CloudLayout
-from .repack import repack
 
 if TYPE_CHECKING:
-    from .publisher import PointCloudPublisher
     from .view import PointCloudView
 
 
@@ -49,23 +47,3 @@ def check_pointcloud2_msg(msg: PointCloud2, max_bytes: int) -> CloudLayout:
         raise InvalidDescriptorError(f"a PointCloud2 of {layout.height} rows of {layout.row_step} bytes carries "
                                      f"{len(msg.data)} bytes, not {layout.data_size}")
     return layout
-
-
-def publish_pointcloud2_msg(publisher: PointCloudPublisher, msg: PointCloud2) -> GpuPointCloud2 | None:
-    """Publish a ``sensor_msgs/PointCloud2`` through ``publisher`` with one upload; None if no block was free.
-
-    A cloud with the publisher's fields, point_step and byte order travels verbatim (its row_step and
-    padding too); any other is repacked on the host into the publisher's points first, field by field.
-    """
-    given = CloudLayout.from_message(msg).validate(len(msg.data))
-    mine = publisher.layout
-    carried = min(len(msg.data), given.data_size)
-    if (given.fields, given.point_step, given.is_bigendian) == (mine.fields, mine.point_step, mine.is_bigendian) \
-            and carried <= publisher.pool.block_size:
-        return publisher.publish_bytes(memoryview(msg.data)[:carried], given, msg.header)
-    try:
-        target = mine.with_points(given.width, given.height, given.is_dense)
-    except ValueError:
-        raise ValueError(f"a {given.height} x {given.width} cloud exceeds this publisher's capacity of "
-                         f"{mine.height} x {mine.width} points") from None
-    return publisher.publish_bytes(repack(msg.data, given, target).data, target, msg.header)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -12,17 +12,12 @@ from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 from .field_views import FieldAccess
 from .layout import CloudLayout
 
-if TYPE_CHECKING:
-    from .publisher import PointCloudPublisher
-
 
 class CloudFrame(TypedFrame[CloudLayout, GpuPointCloud2], FieldAccess):
     """A cloud of the publisher's capacity to fill through ``field(name)`` / ``xyz`` / ``data``, then ``publish()``.
 
     Leaving a ``with`` block unpublished gives the block back.
     """
-
-    publisher: PointCloudPublisher
 
     @property
     def data(self) -> ArrayView:

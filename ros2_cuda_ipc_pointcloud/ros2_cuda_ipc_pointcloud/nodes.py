@@ -14,8 +14,8 @@ from sensor_msgs.msg import PointCloud2
 from ros2_cuda_ipc_core import DownloadBridge, UploadBridge, run_node
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 
-from .bridge import check_pointcloud2_msg, publish_pointcloud2_msg, to_pointcloud2_msg
-from .publisher import PointCloudPublisher
+from .bridge import check_pointcloud2_msg, to_pointcloud2_msg
+from .publisher import PointCloudPublisher, publish_pointcloud2_msg
 from .reader import PointCloudReader
 from .subscription import cloud_fits, cloud_publisher
 from .view import PointCloudView

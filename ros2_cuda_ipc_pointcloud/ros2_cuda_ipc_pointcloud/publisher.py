@@ -115,3 +115,23 @@ class PointCloudPublisher(TypedPublisher[CloudLayout, GpuPointCloud2]):
             copy_strided(frame.device_ptr, targets, address, strides, shape, layout.point_step, cuda_device=device,
                          stream=stream)
             return self.publish_block(frame.block, layout, stream, header)
+
+
+def publish_pointcloud2_msg(publisher: PointCloudPublisher, msg: PointCloud2) -> GpuPointCloud2 | None:
+    """Publish a ``sensor_msgs/PointCloud2`` through ``publisher`` with one upload; None if no block was free.
+
+    A cloud with the publisher's fields, point_step and byte order travels verbatim (its row_step and
+    padding too); any other is repacked on the host into the publisher's points first, field by field.
+    """
+    given = CloudLayout.from_message(msg).validate(len(msg.data))
+    mine = publisher.layout
+    carried = min(len(msg.data), given.data_size)
+    if (given.fields, given.point_step, given.is_bigendian) == (mine.fields, mine.point_step, mine.is_bigendian) \
+            and carried <= publisher.pool.block_size:
+        return publisher.publish_bytes(memoryview(msg.data)[:carried], given, msg.header)
+    try:
+        target = mine.with_points(given.width, given.height, given.is_dense)
+    except ValueError:
+        raise ValueError(f"a {given.height} x {given.width} cloud exceeds this publisher's capacity of "
+                         f"{mine.height} x {mine.width} points") from None
+    return publisher.publish_bytes(repack(msg.data, given, target).data, target, msg.header)

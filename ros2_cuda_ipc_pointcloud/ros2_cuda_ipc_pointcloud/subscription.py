@@ -11,9 +11,8 @@ from sensor_msgs.msg import PointCloud2
 from ros2_cuda_ipc_core import DeliveryMode, FallbackMode, MemoryKind, StreamLike, TwinUpload, TypedSubscription
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 
-from .bridge import publish_pointcloud2_msg
 from .layout import CloudLayout
-from .publisher import PointCloudPublisher
+from .publisher import PointCloudPublisher, publish_pointcloud2_msg
 from .reader import PointCloudReader
 from .view import PointCloudView
 

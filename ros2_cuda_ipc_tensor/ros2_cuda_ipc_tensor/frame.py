@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ros2_cuda_ipc_core import PublishBlock, StreamLike, TypedFrame
+from ros2_cuda_ipc_core import BlockPublisher, PublishBlock, StreamLike, TypedFrame
 from ros2_cuda_ipc_msgs.msg import GpuTensor
 
 from .layout import TensorLayout
 from .tensor_array import TensorArray
-
-if TYPE_CHECKING:
-    from .publisher import TensorPublisher
 
 
 class TensorFrame(TypedFrame[TensorLayout, GpuTensor], TensorArray):
@@ -24,7 +21,7 @@ class TensorFrame(TypedFrame[TensorLayout, GpuTensor], TensorArray):
 
     array_name = "tensor frame"
 
-    def __init__(self, publisher: TensorPublisher, block: PublishBlock, layout: TensorLayout) -> None:
+    def __init__(self, publisher: BlockPublisher[TensorLayout, GpuTensor], block: PublishBlock, layout: TensorLayout) -> None:
         super().__init__(publisher, block, layout)
         self.array: Any = block.view(layout.shape, layout.dtype, layout.strides, layout.offset)
 

@@ -8,7 +8,7 @@ A typed package adds meaning only (encodings, point fields).  Import these names
 
 from .arrays import ArrayProtocols, ArrayView
 from .bridge_nodes import DEFAULT_MAX_FRAME_BYTES, DownloadBridge, UploadBridge, check_frame_bytes
-from .frame import TypedFrame
+from .frame import BlockPublisher, TypedFrame
 from .layout import BlockLayout, StridedLayout, TypedMessage
 from .publisher import TypedPublisher
 from .reader import TypedReader
@@ -23,6 +23,7 @@ __all__ = [
     "ArrayProtocols",
     "ArrayView",
     "BlockLayout",
+    "BlockPublisher",
     "CpuTwins",
     "DeliveryMode",
     "DownloadBridge",

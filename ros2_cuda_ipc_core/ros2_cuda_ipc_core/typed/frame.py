@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
+from ..pool import BlockManager
 from ..publish_block import PublishBlock
 from ..streams import StreamLike
 from .arrays import ArrayView
 from .copies import copy_block_array
 from .layout import BlockLayout, StridedLayout, TypedMessage
 
-if TYPE_CHECKING:
-    from .publisher import TypedPublisher
-
 L = TypeVar("L", bound=BlockLayout)
 M = TypeVar("M", bound=TypedMessage)
 _Frame = TypeVar("_Frame", bound="TypedFrame[Any, Any]")
+_L_contra = TypeVar("_L_contra", bound=BlockLayout, contravariant=True)
+_M_co = TypeVar("_M_co", bound=TypedMessage, covariant=True)
+
+
+class BlockPublisher(Protocol[_L_contra, _M_co]):
+    """What a frame publishes through: its publisher (a :class:`TypedPublisher`, whose module imports this one)."""
+
+    @property
+    def pool(self) -> BlockManager: ...
+
+    def publish_block(self, block: PublishBlock, layout: _L_contra | None = None, stream: StreamLike = None,
+                      header: Any = None, byte_size: int | None = None) -> _M_co: ...
 
 
 class TypedFrame(Generic[L, M]):
@@ -24,7 +34,7 @@ class TypedFrame(Generic[L, M]):
     Leaving a ``with`` block unpublished gives the block back.
     """
 
-    def __init__(self, publisher: TypedPublisher[L, M], block: PublishBlock, layout: L) -> None:
+    def __init__(self, publisher: BlockPublisher[L, M], block: PublishBlock, layout: L) -> None:
         self.publisher = publisher
         self.block = block
         self.layout = layout

@@ -12,11 +12,11 @@ from ..pool import DEFAULT_REUSE_DELAY, BlockManager, MemoryKind
 from ..publish_block import PublishBlock
 from ..streams import StreamLike
 from ..transfer import copy_rows
+from .frame import TypedFrame
 from .layout import BlockLayout, TypedMessage
 from .twins import CpuTwins, TwinSpec, twin_topic
 
 if TYPE_CHECKING:
-    from .frame import TypedFrame
     from .reader import TypedReader
 
 L = TypeVar("L", bound=BlockLayout)
@@ -90,8 +90,6 @@ class TypedPublisher(Generic[L, M]):
 
     def borrow(self, timeout: float = 0.0) -> TypedFrame[L, M] | None:
         """A writable frame of :attr:`layout`, or None if every block is still in use after ``timeout`` seconds."""
-        from .frame import TypedFrame
-
         block = self.pool.acquire_for_publish(timeout)
         return None if block is None else TypedFrame(self, block, self.layout)
 

@@ -36,7 +36,7 @@ from ..pipelines.definitions import PIPELINES, PipelineOptions
 from ..pipelines.live_table import StatsTable
 from ..pipelines.runner import STOP_TIMEOUT, PipelineFailed, run_pipeline
 from ..pipelines.stacks import native_stacks
-from .soak import process_usage
+from .process_usage import process_usage
 
 __all__ = ["PipelineSoak", "SoakFailed", "main", "parse_args", "run_pipeline_soak"]
 

@@ -42,6 +42,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from .process_usage import process_usage
+
 REPORT_PERIOD = 0.5  # s between a child's reports, and between the supervisor's samples
 STARTUP_GRACE = 3.0  # s: samples of younger processes are start-up, not steady state
 PUBLISHER_STALL = 5.0  # s without a publication from a running publisher: a hang
@@ -520,17 +522,6 @@ class Soak:
         out.write("soak: OK\n" if not failures else f"soak: FAILED ({len(failures)} problems); logs in {self.logs}\n")
         out.flush()
         return not failures
-
-
-def process_usage(pid: int) -> dict[str, float] | None:
-    """Open fds and resident memory of a live process, from /proc; None once it is gone."""
-    try:
-        fds = len(os.listdir(f"/proc/{pid}/fd"))
-        with open(f"/proc/{pid}/status") as status:
-            rss_kib = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
-    except (OSError, StopIteration):
-        return None
-    return {"fds": float(fds), "rss_mib": rss_kib / 1024}
 
 
 def tail(path: str, lines: int = 5) -> str:
