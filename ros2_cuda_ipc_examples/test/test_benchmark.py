@@ -45,7 +45,7 @@ def test_both_modes_on_host_memory_write_well_formed_outputs(tmp_path: Path) -> 
     for row in run["results"]:
         assert row["payload_bytes"] == PAYLOAD_BYTES[row["payload"]]
         assert row["bad"] == 0 and row["verified"] > 0, row
-        assert row["verified"] + row["dropped"] == row["frames"] == 6
+        assert row["verified"] + row["dropped"] == row["measured_sent"] <= row["frames"] == 6  # late ticks: not sent
         ready = row["stats_us"]["ready"]
         assert ready["n"] == row["verified"] == len(row["samples_us"]["ready"])
         assert 0 < ready["p50"] <= ready["p90"] <= ready["p99"] <= ready["max"]

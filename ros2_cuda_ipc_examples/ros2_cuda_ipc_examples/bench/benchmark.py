@@ -183,9 +183,11 @@ class Progress:
             outcome = f"ready p50 {ready['p50']:,.0f} us, p99 {ready['p99']:,.0f} us"
         else:
             outcome = "no frame arrived"
-        problems = ", ".join(f"{result[key]} {key}" for key in ("dropped", "bad", "stale", "errors") if result[key])
+        problems = ", ".join(f"{result[key]} {key.replace('_', ' ')}" for key in
+                             ("dropped", "bad", "stale", "errors", "late_ticks", "no_block") if result[key])
         self._write(f"[{case.index + 1}/{self.total}] {case.title}: {outcome}, "
-                    f"{result['verified']}/{case.frames} verified" + (f" ({problems})" if problems else ""), "\n")
+                    f"{result['verified']}/{result['measured_sent']} sent verified" + (f" ({problems})" if problems else ""),
+                    "\n")
 
 
 class ConsumerProcess:

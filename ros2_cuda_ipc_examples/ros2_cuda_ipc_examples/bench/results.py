@@ -28,7 +28,8 @@ def summarise(samples: list[float]) -> dict[str, float]:
 
 
 def case_result(case: Case, sent: SentFrames, report: dict[str, Any] | None) -> dict[str, Any]:
-    """Everything known about one case; ``dropped`` counts measured frames that were not verified, whatever the cause."""
+    """Everything known about one case.  ``measured_sent``: the measured frames the producer sent (a tick it was too
+    late for, or a frame with no free block, is never sent: counted apart); ``dropped``: those not verified."""
     report = report or {"received": 0, "measured": 0, "verified": 0, "bad": 0, "stale": 0, "errors": 0,
                         "last_error": "the consumer sent no report", "done_ns": 0, "samples_us": {}}
     samples = dict(report["samples_us"])
@@ -40,7 +41,8 @@ def case_result(case: Case, sent: SentFrames, report: dict[str, Any] | None) -> 
         "sent": sent.sent, "late_ticks": sent.late_ticks, "no_block": sent.no_block, "stalls": sent.stalls,
         "unsent": sent.unsent,
         **{key: report[key] for key in ("received", "measured", "verified", "bad", "stale", "errors", "last_error")},
-        "dropped": case.frames - report["verified"],
+        "measured_sent": len(sent.send_us),
+        "dropped": len(sent.send_us) - report["verified"],
         "cpu_ms_per_frame": {"producer": sent.cpu.ms_per_frame(), "consumer": report.get("cpu_ms_per_frame")},
         "stats_us": {phase: summarise(values) for phase, values in samples.items() if values},
         "samples_us": samples,
@@ -152,7 +154,7 @@ def latency_tables(results: list[dict[str, Any]]) -> list[str]:
                 mine = _ready_p50(row)
                 vs_sensor = _ratio(sensor / mine) if sensor and mine else NONE
                 vs_floor = _ratio(mine / floor) if floor and mine else NONE
-                lines.append(f"{_label(row)} {row['verified']}/{row['frames']} | " + " | ".join(cells)
+                lines.append(f"{_label(row)} {_verified(row)} | " + " | ".join(cells)
                              + f" | {vs_sensor} | {vs_floor} | {_cpu(row)} |")
         lines.append("")
     return lines
@@ -187,14 +189,20 @@ def throughput_table(results: list[dict[str, Any]], in_flight: int) -> list[str]
         for row in rows:
             fps = row["fps"]
             moved = NONE if row["transport"] == "floor" else f"{row['mb_per_s']:,.0f}"
-            lines.append(f"{_label(row)} {row['verified']}/{row['frames']} | {fps:,.1f} | {moved} | "
+            lines.append(f"{_label(row)} {_verified(row)} | {fps:,.1f} | {moved} | "
                          f"{_ratio(fps / sensor) if sensor else NONE} | {f'{fps / floor:.2f}' if floor else NONE} | "
                          f"{_cpu(row)} |")
     return [*lines, ""]
 
 
+def _verified(row: dict[str, Any]) -> str:
+    """"verified/sent", and the measured frames never sent where there were any: "98/98 (2 not sent)"."""
+    unsent = row["frames"] - row["measured_sent"]
+    return f"{row['verified']}/{row['measured_sent']}" + (f" ({unsent} not sent)" if unsent else "")
+
+
 def problems(row: dict[str, Any]) -> str:
-    """Why measured frames were not verified, in words ('' when every one was)."""
+    """Why measured frames were not sent or not verified, in words ('' when every one was both)."""
     causes = {
         "late_ticks": "ticks skipped (the producer was still sending the previous frame)",
         "no_block": "frames not sent (every block still held)",
@@ -215,10 +223,10 @@ def problems(row: dict[str, Any]) -> str:
 def problem_notes(results: list[dict[str, Any]]) -> list[str]:
     notes = []
     for row in results:
-        if row["verified"] < row["frames"] or row["bad"]:
+        if row["verified"] < row["frames"] or row["bad"]:  # not verified, or never sent
             pace = f"{row['rate_hz']:g} Hz" if row["rate_hz"] else "max rate"
             notes.append(f"- {row['mode']} {pace}, {row['payload']}, {TRANSPORT_LABELS[row['transport']]}: "
-                         f"{row['verified']}/{row['frames']} verified; {problems(row) or 'no other cause recorded'}")
+                         f"{_verified(row)} verified; {problems(row) or 'no other cause recorded'}")
     return ["### Frames not verified", "", *notes, ""] if notes else []
 
 
