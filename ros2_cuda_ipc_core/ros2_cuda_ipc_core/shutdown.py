@@ -30,8 +30,22 @@ __all__ = ["TEARDOWN_BOUND", "run_nodes", "run_tool", "stop_reason", "stop_signa
 TEARDOWN_BOUND = 20.0
 
 
+_Handler = Callable[[int, "FrameType | None"], None]
+
+
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+@contextmanager
+def _stop_signals_to(handler: _Handler) -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM go to ``handler``; the handlers before are put back after it."""
+    previous = {number: signal.signal(number, handler) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, former in previous.items():
+            signal.signal(number, former)
 
 
 @contextmanager
@@ -40,12 +54,8 @@ def stop_signals_interrupt() -> Iterator[None]:
 
     SIGINT is installed explicitly: a process started with SIGINT ignored (a shell script's ``cmd &``)
     inherits the ignore, and Python then never raises ``KeyboardInterrupt`` on ``kill -INT``."""
-    previous = {number: signal.signal(number, _interrupt) for number in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with _stop_signals_to(_interrupt):
         yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
 
 
 @contextmanager
@@ -62,12 +72,8 @@ def stop_signals_noted() -> Iterator[list[int]]:
     def note(signum: int, frame: FrameType | None) -> None:
         noted.append(signum)
 
-    previous = {number: signal.signal(number, note) for number in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with _stop_signals_to(note):
         yield noted
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
 
 
 @contextmanager
@@ -115,14 +121,10 @@ def _stops_deferred(stops: list[int]) -> Iterator[None]:
     def note_then_interrupt(signum: int, frame: FrameType | None) -> None:
         stops.append(signum)
         if len(stops) > 1:
-            raise KeyboardInterrupt(signal.Signals(signum).name)
+            _interrupt(signum, frame)
 
-    previous = {number: signal.signal(number, note_then_interrupt) for number in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with _stop_signals_to(note_then_interrupt):
         yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
 
 
 def _wait_for_context_shutdown(timeout: float = 0.5) -> None:
