@@ -12,7 +12,6 @@ from __future__ import annotations
 import faulthandler
 import gc
 import signal
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
@@ -127,16 +126,6 @@ def _stops_deferred(stops: list[int]) -> Iterator[None]:
         yield
 
 
-def _wait_for_context_shutdown(timeout: float = 0.5) -> None:
-    """On SIGINT, rclpy's signal thread shuts the context down while Python raises KeyboardInterrupt here;
-    destroying the nodes before it is done races that shutdown (a segfault now and then), so let it finish."""
-    import rclpy
-
-    deadline = time.monotonic() + timeout
-    while rclpy.ok() and time.monotonic() < deadline:
-        time.sleep(0.01)
-
-
 def _freeze_start_up_objects() -> None:
     """Move what start-up made (modules, nodes, torch's and CUDA's objects) out of the collector's sight:
     a full collection then walks only what the frames make, so its pauses stay short in the steady state."""
@@ -169,12 +158,8 @@ def _init_and_spin(make_nodes: Callable[[], Sequence[Node]], args: list[str] | N
     # rclpy's handlers go in only once the nodes are made: on a signal, its own thread shuts the context down at
     # once, and that, racing the main thread's rcl calls while a node is made, crashed a process now and then
     # (a segmentation fault on SIGINT, 1 start of 60 beside seven other nodes on two busy cores).
-    try:
-        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    except KeyboardInterrupt:  # raised by a handler of the caller's: a stop while rclpy starts
-        rclpy.try_shutdown()
-        return 0
-    if stops:  # a stop while rclpy started
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    if stops:  # a stop while rclpy started (noted, as every stop here)
         rclpy.try_shutdown()
         return 0
     nodes: list[Node] = []
@@ -201,9 +186,7 @@ def _init_and_spin(make_nodes: Callable[[], Sequence[Node]], args: list[str] | N
         else:  # rclpy's C++ EventsExecutor: its spin() fired no timer here (Kilted's wheel); spin_once() does
             while rclpy.ok():
                 spinner.spin_once(timeout_sec=0.1)
-    except KeyboardInterrupt:
-        _wait_for_context_shutdown()
-    except _stop_exceptions():
+    except _stop_exceptions():  # a second stop while the nodes were made, or rclpy's shutdown ending the spin
         pass
     except Exception:
         if rclpy.ok():
