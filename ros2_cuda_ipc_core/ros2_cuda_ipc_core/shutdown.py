@@ -191,8 +191,8 @@ def _init_and_spin(make_nodes: Callable[[], Sequence[Node]], args: list[str] | N
     except Exception:
         if rclpy.ok():
             raise
-        # A signal shut the context down while the nodes were being made (their next rcl call then fails):
-        # that is the stop the user asked for, not an error.
+        # The context was shut down while the nodes were being made (rclpy.shutdown in a constructor or another
+        # thread; their next rcl call then fails): that is a stop, not an error.
     finally:
         with teardown_bounded():
             if spinner is not None:
