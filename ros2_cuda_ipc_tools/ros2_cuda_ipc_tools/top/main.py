@@ -77,7 +77,9 @@ def watch(once: bool, as_json: bool, period: float, wait: float, ros_args: list[
     node = rclpy.create_node("cuda_ipc_top")
     board = Board(stale_after=max(3.0, 3 * period))
     hearing = Hearing(board.add) if Hearing.supported() else None
-    node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, hearing or board.add, 50)
+    # Any: Jazzy's rclpy types a callback as taking the message only, Kilted's also (message, info), as Hearing does
+    callback: Any = hearing or board.add
+    node.create_subscription(DiagnosticArray, DIAGNOSTICS_TOPIC, callback, 50)
     live = sys.stdout.isatty() and not as_json
     try:
         started = time.monotonic()
