@@ -142,9 +142,8 @@ def peers():
         return peer
 
     yield start
-    for peer in started:
+    for peer in started:  # one at a time: all at once can meet Fast DDS 3.2's deletion deadlock (docs/decisions.md)
         peer.send_signal(signal.SIGTERM)
-    for peer in started:
         peer.communicate(timeout=30)
 
 
