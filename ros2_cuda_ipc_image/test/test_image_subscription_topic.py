@@ -20,6 +20,11 @@ import time, rclpy
 from ros2_cuda_ipc_image import ImageSubscription
 rclpy.init()
 node = rclpy.create_node("wrong_topic")
+# The check looks 3 s after the subscription is made: made once discovery has found the publisher, so that what it
+# says does not depend on how long discovery takes on a loaded machine (over 3 s, once, beside a full suite).
+found = time.monotonic() + 30
+while "/tensor_topic" not in dict(node.get_topic_names_and_types()) and time.monotonic() < found:
+    rclpy.spin_once(node, timeout_sec=0.1)
 on_tensors = ImageSubscription(node, "tensor_topic", lambda view: view.close())
 on_nothing = ImageSubscription(node, "misspelt_topic", lambda view: view.close())
 deadline = time.monotonic() + 6

@@ -79,9 +79,13 @@ def wait_until_answering(node, name: str, proc: subprocess.Popen, timeout: float
         deadline = time.monotonic() + timeout
         while proc.poll() is None and time.monotonic() < deadline:
             if client.wait_for_service(timeout_sec=0.1):
+                # A request made as soon as the service shows can lose its response (the server's response writer
+                # not yet matched to this client's reader, a known DDS discovery race): ask again after 2 s.
                 future = client.call_async(ListParameters.Request())
-                rclpy.spin_until_future_complete(node, future, timeout_sec=max(0.0, deadline - time.monotonic()))
-                return future.done()
+                rclpy.spin_until_future_complete(node, future, timeout_sec=min(2.0, max(0.0, deadline - time.monotonic())))
+                if future.done():
+                    return True
+                client.remove_pending_request(future)
         return False
     finally:
         node.destroy_client(client)
