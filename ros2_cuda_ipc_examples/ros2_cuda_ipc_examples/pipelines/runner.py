@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
-from ros2_cuda_ipc_core import new_executor, run_tool, tool_parser
+from ros2_cuda_ipc_core import new_executor, run_tool, stop_signals_noted, tool_parser
 from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL, ComponentSpec
 
 from ..nodes.frame_stats import tail_breakdown
@@ -37,6 +37,7 @@ from ..nodes.pipeline_node import STATS_TOPIC
 from .arguments import add_run_arguments, options_from
 from .definitions import PIPELINES, Pipeline, PipelineOptions
 from .live_table import StatsTable
+from .namespace_claim import NamespaceTaken, claim_namespace
 from .restarts import RESTART_POLICIES, Restarts
 from .stacks import native_stacks
 
@@ -250,9 +251,15 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
     interrupted = False
     codes: dict[str, int] = {}
     screen = _Screen(stream, title)
+    claim = None
     _init_keeping_ctrl_c(rclpy)
     spinner = new_executor(SingleThreadedExecutor)
     try:  # from here on every exit stops what was started and shuts rclpy down: the next run in this process starts clean
+        try:
+            claim = claim_namespace(options.namespace)
+        except NamespaceTaken as taken:
+            raise PipelineConflict(f"{taken}: its frames and reports would mix with this run's; stop it or pass "
+                                   "another --namespace") from None
         monitor = rclpy.create_node("pipeline_monitor", namespace=options.namespace)
         def on_stats(msg: String) -> None:
             _refuse_foreign_report(msg.data, children, options.namespace)
@@ -267,19 +274,23 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
         _watch(spinner, table, children, screen, started, restarts, watcher)
     except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C: stop the nodes, keep what they reported
         interrupted = True
-        _collect_last_reports(spinner, table)
+        with stop_signals_noted():  # a second Ctrl-C here must not cost the run its summary
+            _collect_last_reports(spinner, table)
         screen.show(f"{screen.title}  t={time.monotonic() - started:.0f}s (stopped)\n{table.render(totals=True)}")
     except PipelineFailed as early:  # stopped below; the summary says what was reported, marked failed
         early.summary = {"failure": early.reason}
         raise
     finally:
-        codes = _stop(children)
-        spinner.shutdown(timeout_sec=1.0)
-        for node in spinner.get_nodes():
-            node.destroy_node()
-        rclpy.try_shutdown()
-        screen.close()
-        _fill_failed_summary(sys.exc_info()[1], pipeline, options, table, compose, started, codes)
+        with stop_signals_noted():  # nor a Ctrl-C while the nodes are stopped (each stop is bounded: STOP_TIMEOUT)
+            codes = _stop(children)
+            spinner.shutdown(timeout_sec=1.0)
+            for node in spinner.get_nodes():
+                node.destroy_node()
+            rclpy.try_shutdown()
+            if claim is not None:
+                claim.close()
+            screen.close()
+            _fill_failed_summary(sys.exc_info()[1], pipeline, options, table, compose, started, codes)
     failed = {name: code for name, code in codes.items() if code != 0 and not restarts.waiting(name)}
     if failed and not interrupted:
         failure = _stop_failure(children, failed)
