@@ -36,9 +36,11 @@ from .arrays import ArrayBackend, MemoryChoiceError, backend_for, choose_memory
 from .frame_stats import FrameTrace, LatencySamples, ProcessCpu, gc_pauses
 from .upstream import UpstreamWatch
 
-__all__ = ["STATS_TOPIC", "ParameterError", "PipelineNode"]
+__all__ = ["REPORT_REQUEST_TOPIC", "STATS_TOPIC", "ParameterError", "PipelineNode"]
 
 STATS_TOPIC = "pipeline_stats"
+#: A node whose fully qualified name comes here reports at once (the runner's last reports, after Ctrl-C).
+REPORT_REQUEST_TOPIC = "pipeline_report_request"
 _MAX_LATENCIES = 100_000
 _MAX_PUBLISHERS = 16  # processes whose frames in_by_publisher counts: a restarted publisher is a new one
 
@@ -81,6 +83,7 @@ class PipelineNode(Node):
         if period <= 0:
             raise ParameterError(f"stats_period must be positive, not {period}")
         self.create_timer(period, self.report)
+        self.create_subscription(String, REPORT_REQUEST_TOPIC, self._on_report_request, 10)
 
     def parameter(self, name: str) -> Any:
         """Declare parameter ``name`` from the class's ``PARAMETERS`` table and return its value as the default's
@@ -278,6 +281,10 @@ class PipelineNode(Node):
             trace.close()
             self._trace = None
         super().destroy_node()
+
+    def _on_report_request(self, msg: String) -> None:
+        if msg.data == self.get_fully_qualified_name():
+            self.report()
 
     def report(self) -> None:
         read = self.subscription_stats()

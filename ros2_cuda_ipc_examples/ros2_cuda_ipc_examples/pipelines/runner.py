@@ -33,7 +33,7 @@ from ros2_cuda_ipc_core import new_executor, run_tool, stop_signals_noted, tool_
 from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL, ComponentSpec
 
 from ..nodes.frame_stats import tail_breakdown
-from ..nodes.pipeline_node import STATS_TOPIC
+from ..nodes.pipeline_node import REPORT_REQUEST_TOPIC, STATS_TOPIC
 from .arguments import add_run_arguments, options_from
 from .definitions import PIPELINES, Pipeline, PipelineOptions
 from .live_table import StatsTable
@@ -252,6 +252,7 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
     codes: dict[str, int] = {}
     screen = _Screen(stream, title)
     claim = None
+    requests: Any = None  # the monitor's report requests (a stop before it is made: none)
     _init_keeping_ctrl_c(rclpy)
     spinner = new_executor(SingleThreadedExecutor)
     try:  # from here on every exit stops what was started and shuts rclpy down: the next run in this process starts clean
@@ -266,6 +267,7 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
             table.add(msg.data)
 
         monitor.create_subscription(String, STATS_TOPIC, on_stats, 50)
+        requests = monitor.create_publisher(String, REPORT_REQUEST_TOPIC, 10)
         spinner.add_node(monitor)
         _refuse_a_running_pipeline(spinner, monitor, pipeline, options.namespace)
         for name, command in commands.items():
@@ -275,7 +277,7 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
     except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C: stop the nodes, keep what they reported
         interrupted = True
         with stop_signals_noted():  # a second Ctrl-C here must not cost the run its summary
-            _collect_last_reports(spinner, table)
+            _collect_last_reports(spinner, table, requests)
         screen.show(f"{screen.title}  t={time.monotonic() - started:.0f}s (stopped)\n{table.render(totals=True)}")
     except PipelineFailed as early:  # stopped below; the summary says what was reported, marked failed
         early.summary = {"failure": early.reason}
@@ -391,21 +393,28 @@ def _init_keeping_ctrl_c(rclpy: Any) -> None:
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
 
 
-def _collect_last_reports(spinner: Any, table: StatsTable, seconds_each: float = 2.0) -> None:
+def _collect_last_reports(spinner: Any, table: StatsTable, requests: Any, seconds_each: float = 3.0) -> None:
     """After Ctrl-C, while frames still flow: a fresh report from every node, last node first, each node's sent
     after the report taken of the node after it in the pipeline (nodes are listed upstream first).  A node's count
     then covers every frame the nodes downstream of it counted: the camera's frames published are at least every
     consumer's checked, preprocess's frames sent at least what inference checked.  (Taken at one moment instead,
-    a node a report behind another showed fewer frames than the node reading it.)  A node without a fresh
-    report within ``seconds_each`` (stopped, restarting) keeps its last; Ctrl-C again keeps what is there."""
+    a node a report behind another showed fewer frames than the node reading it.)  Each is asked for it on
+    ``requests`` (again every half second: its once-a-second report could come too late on a busy machine);
+    a node without a fresh report within ``seconds_each`` (stopped, restarting) keeps its last."""
+    from std_msgs.msg import String
+
     after = time.time()
     try:
         for name in reversed(table.order):
             if name not in table.latest:
                 continue
             deadline = time.monotonic() + seconds_each
+            asked = 0.0
             while time.monotonic() < deadline and table.latest[name]["time"] <= after:
-                spinner.spin_once(timeout_sec=0.1)
+                if requests is not None and time.monotonic() - asked >= 0.5:
+                    requests.publish(String(data=table.latest[name]["node"]))
+                    asked = time.monotonic()
+                spinner.spin_once(timeout_sec=0.05)
             after = max(after, table.latest[name]["time"])
     except Exception:  # the context was shut down by rclpy's own handler, or Ctrl-C again: keep what we have
         return
