@@ -83,6 +83,7 @@ class PipelineNode(Node):
         if period <= 0:
             raise ParameterError(f"stats_period must be positive, not {period}")
         self.create_timer(period, self.report)
+        self._asked_at = 0.0
         self.create_subscription(String, REPORT_REQUEST_TOPIC, self._on_report_request, 10)
 
     def parameter(self, name: str) -> Any:
@@ -283,7 +284,10 @@ class PipelineNode(Node):
         super().destroy_node()
 
     def _on_report_request(self, msg: String) -> None:
-        if msg.data == self.get_fully_qualified_name():
+        """A report now, if ``msg`` names this node: at most ten a second, whoever floods the topic."""
+        now = time.monotonic()
+        if msg.data == self.get_fully_qualified_name() and now - self._asked_at >= 0.1:
+            self._asked_at = now
             self.report()
 
     def report(self) -> None:
