@@ -24,6 +24,9 @@ PIPELINE = [sys.executable, "-m", "ros2_cuda_ipc_examples.pipelines.runner"]
     (["--namespace", "bad-ns"], "argument --namespace: '/bad-ns' is not a ROS namespace"),
     (["--out", "/proc/nope"], "argument --out: cannot write /proc/nope"),
     (["--size", "10x10"], "below the smallest fanout frame"),
+    (["--size", "100000x100000"], "argument --size: 100000x100000 makes 30,000,000,000-byte frames, above the largest"),
+    (["--size", "\u0661\u0662\u0660x\u0669\u0660"], "is not one of 480p, 720p, 1080p, 4k or WIDTHxHEIGHT"),
+    (["--executor", "multi"], "argument --executor: multi is the container's executor and needs --compose"),
 ])
 def test_a_bad_argument_is_refused_before_anything_starts(args, said, tmp_path):
     started = time.monotonic()
@@ -31,6 +34,7 @@ def test_a_bad_argument_is_refused_before_anything_starts(args, said, tmp_path):
                          cwd=tmp_path)
     took = time.monotonic() - started
     assert out.returncode == 2 and said in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith("pipeline: error: "), out.stderr  # one line after usage
     assert not (tmp_path / "pipeline-output" / "logs").exists() or args[0] == "--size"
     print(f"refused in {took:.1f} s")  # shown with -s; no timing assertion on a loaded machine
 

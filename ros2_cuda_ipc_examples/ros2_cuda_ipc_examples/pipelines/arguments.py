@@ -10,6 +10,7 @@ source runs, the container's executor and the fanout's tensor type (:func:`add_r
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -18,11 +19,12 @@ from typing import Any
 from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, EXECUTORS, check_reuse_delay
 
 from ..nodes.arrays import MemoryChoiceError, choose_memory
-from .definitions import DEFAULT_SIZES, MIN_SIZES, PipelineOptions
+from .definitions import DEFAULT_SIZES, ELEMENT_BYTES, MAX_FRAME_BYTES, MIN_SIZES, PipelineOptions
 
-__all__ = ["SIZES", "add_pipeline_arguments", "add_run_arguments", "options_from", "parse_size", "pipeline_options",
+__all__ = ["SIZES", "add_pipeline_arguments", "add_run_arguments", "check_size", "options_from", "parse_size", "pipeline_options",
            "positive_number", "reuse_delay_seconds"]
 
+_DIMENSION = re.compile(r"[0-9]{1,9}")  # ASCII digits: str.isdigit() takes other scripts' digits too
 SIZES = {"480p": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080), "4k": (3840, 2160)}
 
 
@@ -54,9 +56,20 @@ def parse_size(text: str) -> tuple[int, int]:
     if text.lower() in SIZES:
         return SIZES[text.lower()]
     width, sep, height = text.lower().partition("x")
-    if not sep or not width.isdigit() or not height.isdigit():
+    if not sep or not _DIMENSION.fullmatch(width) or not _DIMENSION.fullmatch(height):
         raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(SIZES)} or WIDTHxHEIGHT")
     return int(width), int(height)
+
+
+def check_size(parser: argparse.ArgumentParser, size: tuple[int, int], pipeline: str) -> None:
+    """A usage error unless ``size`` is between ``pipeline``'s smallest frame and its largest (in bytes)."""
+    smallest, frame_bytes = MIN_SIZES[pipeline], size[0] * size[1] * ELEMENT_BYTES[pipeline]
+    if size[0] < smallest[0] or size[1] < smallest[1]:
+        parser.error(f"argument --size: {size[0]}x{size[1]} is below the smallest {pipeline} frame, "
+                     f"{smallest[0]}x{smallest[1]}")
+    if frame_bytes > MAX_FRAME_BYTES:
+        parser.error(f"argument --size: {size[0]}x{size[1]} makes {frame_bytes:,}-byte frames, above the largest "
+                     f"{pipeline} frame, {MAX_FRAME_BYTES >> 20} MiB")
 
 
 def _defaults(pipelines: Sequence[str], index: int, unit: str) -> str:
@@ -114,10 +127,7 @@ def pipeline_options(parser: argparse.ArgumentParser, args: argparse.Namespace,
     source's length and the tensor type are left at their defaults.  What cannot work is a usage error, now."""
     default_size, default_fps = DEFAULT_SIZES[pipeline]
     size, fps = args.size or default_size, args.fps or default_fps
-    smallest = MIN_SIZES[pipeline]
-    if size[0] < smallest[0] or size[1] < smallest[1]:
-        parser.error(f"argument --size: {size[0]}x{size[1]} is below the smallest {pipeline} frame, "
-                     f"{smallest[0]}x{smallest[1]}")
+    check_size(parser, size, pipeline)
     try:
         memory, why = choose_memory(args.memory)
     except MemoryChoiceError as exc:
@@ -133,6 +143,9 @@ def pipeline_options(parser: argparse.ArgumentParser, args: argparse.Namespace,
 def options_from(parser: argparse.ArgumentParser, args: argparse.Namespace,
                  pipeline: str = "fanout") -> tuple[PipelineOptions, str]:
     """The options of :func:`add_run_arguments`, checked as :func:`pipeline_options` checks them."""
+    if args.executor != "single" and not args.compose:
+        parser.error(f"argument --executor: {args.executor} is the container's executor and needs --compose "
+                     "(separate processes run one node each, on the single-threaded executor)")
     options, why = pipeline_options(parser, args, pipeline)
     return replace(options, frames=args.frames or 0, seconds=args.seconds or 0.0, tensor_dtype=args.tensor_dtype), why
 

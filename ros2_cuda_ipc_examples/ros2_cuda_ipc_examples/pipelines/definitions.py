@@ -17,8 +17,8 @@ from ros2_cuda_ipc_tools import ComponentSpec
 
 from ..nodes.scene import MIN_HEIGHT, MIN_WIDTH
 
-__all__ = ["DEFAULT_SIZES", "MIN_SIZES", "PIPELINES", "Pipeline", "PipelineOptions", "fanout", "hop", "lidar",
-           "multicam"]
+__all__ = ["DEFAULT_SIZES", "ELEMENT_BYTES", "MAX_FRAME_BYTES", "MIN_SIZES", "PIPELINES", "Pipeline", "PipelineOptions",
+           "fanout", "hop", "lidar", "multicam"]
 
 _EXAMPLES = "ros2_cuda_ipc_examples::"
 
@@ -127,3 +127,7 @@ PIPELINES = {"fanout": fanout, "lidar": lidar}
 #: Frame size (width x height; a LiDAR's columns x rings) and rate when none is given, and the smallest size.
 DEFAULT_SIZES = {"fanout": ((1920, 1080), 30.0), "lidar": ((1024, 64), 10.0), "multicam": ((1920, 1080), 30.0)}
 MIN_SIZES = {"fanout": (MIN_WIDTH, MIN_HEIGHT), "lidar": (8, 1), "multicam": (MIN_WIDTH, MIN_HEIGHT)}
+#: Bytes of a frame's element (an rgb8 pixel; a LiDAR's xyzi point), and the largest frame a pipeline is started
+#: with: every publisher's pool holds several, so a size typed with a zero too many is refused before any start.
+ELEMENT_BYTES = {"fanout": 3, "lidar": 16, "multicam": 3}
+MAX_FRAME_BYTES = 1 << 28
