@@ -23,7 +23,8 @@ class PointCloudView(TypedView[CloudLayout], FieldAccess):
     def structured(self) -> np.ndarray:
         """Host clouds: the points as ``read_points`` types them (itemsize = point_step), without a copy.
 
-        Shaped (height, width) for organized clouds and (width,) otherwise, like ``field()``.
+        Shaped (height, width) for organized clouds and (width,) otherwise, like ``field()``.  A point of more than
+        ``fields.MAX_STRUCTURED_VALUES`` values (4,096) is a ValueError: its fields are read with ``field(name)``.
         """
         if self.memory != "host":
             raise TypeError("a CUDA point cloud has no host structured array; use field(name) / xyz (DLPack, CAI), "

@@ -157,3 +157,55 @@ def test_each_invalid_metadata_is_named(layout, needle):
 def test_empty_and_exactly_fitting_clouds_are_valid():
     assert CloudLayout(1, 0, 12, 0, XYZ).validate(0).byte_extent == 0
     assert CloudLayout(2, 10, 12, 121, XYZ).validate(241).byte_extent == 241
+
+
+@pytest.mark.parametrize("specs,step,clash", [
+    ((("a", 0, U8, 2), ("a_1", 2, U8)), 3, "a_1"),
+    ((("a_1", 0, U8), ("a", 1, U8, 2)), 3, "a_1"),  # the order of the fields does not hide it
+    ((("a", 0, U8, 16_000), ("a_15999", 16_000, U8)), 16_001, "a_15999"),
+    ((("a_b", 0, U8, 11), ("a_b_10", 11, U8)), 12, "a_b_10"),
+    ((("a", 0, U8, 2), ("a_2", 2, U8)), 3, None),  # a of count 2 is a_0, a_1
+    ((("a", 0, U8, 2), ("a_01", 2, U8)), 3, None),  # str(1) is "1"
+    ((("a", 0, U8, 2), ("a_\u0661", 2, U8)), 3, None),  # an Arabic-Indic one is no index
+    ((("a", 0, U8, 2), ("a_-1", 2, U8)), 3, None),
+    ((("a", 0, U8, 2), ("a_" + "9" * 5000, 2, U8)), 3, None),  # never through int(): 4,300 digits is its limit
+    ((("a", 0, U8, 2), ("b", 2, U8, 2), ("a_0_1", 4, U8)), 5, None),  # a_0 has no count: no a_0_1
+    ((("a_1", 0, U8, 2), ("a", 2, U8, 2)), 4, None),  # a_1_0 and a_1_1 against a_0 and a_1: two names never meet
+])
+def test_structured_names_clash_only_where_the_expanded_dtype_would(specs, step, clash):
+    layout = CloudLayout(1, 4, step, 4 * step, fields(*specs))
+    if clash is None:
+        layout.validate(4 * step)
+        assert len(set(layout.dtype.names)) == sum(spec[3] if len(spec) > 3 else 1 for spec in specs)
+    else:
+        with pytest.raises(InvalidDescriptorError, match=f"name '{clash}' another field already has"):
+            layout.validate(4 * step)
+
+
+def test_overlapping_fields_of_huge_counts_are_refused_before_any_name_is_made():
+    """Issue 35: 60 fields over one 65,536-byte point, each of count 65,536, expanded 3.9 million names first."""
+    import tracemalloc
+
+    layout = CloudLayout(1, 1, MAX_POINT_STEP, MAX_POINT_STEP,
+                         fields(*((f"f{i}", 0, U8, MAX_POINT_STEP) for i in range(60))))
+    tracemalloc.start()
+    try:
+        with pytest.raises(InvalidDescriptorError, match=r"'f\d+' \[0, 65536\) overlaps field 'f\d+' at byte 0"):
+            layout.validate(MAX_POINT_STEP)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024, peak  # was 345 MiB
+
+
+def test_a_structured_dtype_of_more_values_than_it_names_is_refused_before_it_is_built():
+    from ros2_cuda_ipc_pointcloud.fields import MAX_STRUCTURED_VALUES
+
+    wide = CloudLayout(1, 2, MAX_POINT_STEP, 2 * MAX_POINT_STEP, fields(("raw", 0, U8, MAX_POINT_STEP)))
+    wide.validate(2 * MAX_POINT_STEP)  # a valid cloud: its field reads as a (2, 65536) view
+    assert wide.geometry("raw").shape == (2, MAX_POINT_STEP)
+    with pytest.raises(ValueError, match=rf"65536 values is more than a structured array names \({MAX_STRUCTURED_VALUES}\)"):
+        _ = wide.dtype
+    limit = CloudLayout(1, 2, MAX_STRUCTURED_VALUES, 2 * MAX_STRUCTURED_VALUES,
+                        fields(("raw", 0, U8, MAX_STRUCTURED_VALUES)))
+    assert len(limit.dtype.names) == MAX_STRUCTURED_VALUES and limit.dtype is limit.dtype  # built once a layout
