@@ -20,6 +20,7 @@ from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, EXECUTORS, check_reuse_delay
 
 from ..nodes.arrays import MemoryChoiceError, choose_memory
 from .definitions import DEFAULT_SIZES, ELEMENT_BYTES, MAX_FRAME_BYTES, MIN_SIZES, PipelineOptions
+from .namespace_claim import InvalidDomainId, domain_id
 
 __all__ = ["SIZES", "add_pipeline_arguments", "add_run_arguments", "check_size", "options_from", "parse_size", "pipeline_options",
            "positive_number", "reuse_delay_seconds"]
@@ -133,6 +134,10 @@ def pipeline_options(parser: argparse.ArgumentParser, args: argparse.Namespace,
     except MemoryChoiceError as exc:
         parser.error(str(exc))
     namespace = _checked_namespace(parser, args.namespace or pipeline)
+    try:
+        domain_id()
+    except InvalidDomainId as exc:
+        parser.error(str(exc))
     _check_out_dir(parser, args.out)
     if args.blocks < 2:
         parser.error(f"argument --blocks: a pool needs at least 2 blocks, not {args.blocks}")
