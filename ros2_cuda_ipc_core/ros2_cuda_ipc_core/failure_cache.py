@@ -3,8 +3,15 @@
 A forged descriptor naming a socket that never answers would otherwise cost every reader the
 connect timeout on every message.  Only what was tried is remembered: the socket (whose name
 carries its pool id and publisher pid, checked before any connection), never a descriptor's
-unverified claims, so a forged message cannot shut a live pool out.  Failures are kept
+unverified claims, so a forged message cannot shut a live pool out.  A failure is kept
 ``retry_after`` seconds, at most ``MAX_ENTRIES`` of them, oldest dropped first.
+
+A failure that made the reader *wait* (``WAITED`` seconds or more between :meth:`check` and
+:meth:`remember` on that thread: a socket that is bound and never answers) backs off: each such
+failure of a socket right after its last one expired doubles its time, up to ``LONGEST`` seconds.
+So a silent socket costs one wait, then one at 2, 4, 8 ... s, then one a minute, not one every
+``retry_after``.  A socket that fails quickly (nothing listens, refused) never backs off: trying
+it again costs nothing, and a pool that refused a peer for a moment is tried again soon.
 """
 
 from __future__ import annotations
@@ -12,12 +19,24 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from typing import NamedTuple
 
 from .errors import CudaUnavailableError, InvalidDescriptorError, PoolUnavailableError, Ros2CudaIpcError
 
 MAX_ENTRIES = 1024
+#: A failure this many seconds after its check made the reader wait: it backs off.
+WAITED = 0.1
+#: The longest a socket that made readers wait is left alone, in seconds.
+LONGEST = 60.0
 #: What a remembered failure is raised as again: its own kind, so callers tell place from a bad descriptor.
 _KINDS: tuple[type[Ros2CudaIpcError], ...] = (InvalidDescriptorError, CudaUnavailableError, PoolUnavailableError)
+
+
+class _Failure(NamedTuple):
+    until: float  #: not tried again before this (time.monotonic())
+    period: float  #: how long it was left alone this time
+    waited: bool  #: whether the try made the reader wait
+    error: Ros2CudaIpcError
 
 
 class FailureCache:
@@ -25,29 +44,42 @@ class FailureCache:
 
     def __init__(self, retry_after: float) -> None:
         self.retry_after = retry_after
-        self._entries: OrderedDict[str, tuple[float, Ros2CudaIpcError]] = OrderedDict()
+        self._entries: OrderedDict[str, _Failure] = OrderedDict()  # expired ones too, for the backoff
         self._lock = threading.Lock()
+        self._tries = threading.local()  # (socket path, when) of this thread's last check that let a try go
+        self._waits = 0
 
     def check(self, socket_path: str, pool_name: str) -> None:
-        """Raise the remembered error's kind, at once, if ``socket_path`` failed lately."""
-        if not self._entries:
-            return
+        """Raise the remembered error's kind, at once, if ``socket_path`` failed lately; else note the try's start."""
         now = time.monotonic()
-        with self._lock:
-            entry = self._entries.get(socket_path)
-            if entry is None:
-                return
-            until, error = entry
-            if now >= until:
-                del self._entries[socket_path]
-                return
-        kind = next((k for k in _KINDS if isinstance(error, k)), PoolUnavailableError)
-        raise kind(f"{pool_name} failed {self.retry_after - (until - now):.1f} s ago; not tried again for "
-                   f"{until - now:.1f} s: {error}")
+        entry = self._entries.get(socket_path) if self._entries else None
+        if entry is None or now >= entry.until:
+            self._tries.last = (socket_path, now)
+            return
+        kind = next((k for k in _KINDS if isinstance(entry.error, k)), PoolUnavailableError)
+        raise kind(f"{pool_name} failed {entry.period - (entry.until - now):.1f} s ago; not tried again for "
+                   f"{entry.until - now:.1f} s: {entry.error}")
 
     def remember(self, socket_path: str, error: Ros2CudaIpcError) -> None:
+        now = time.monotonic()
+        tried = getattr(self._tries, "last", None)
+        waited = tried is not None and tried[0] == socket_path and now - tried[1] >= WAITED
         with self._lock:
-            self._entries[socket_path] = (time.monotonic() + self.retry_after, error)
+            period = self.retry_after
+            if waited:
+                self._waits += 1
+                last = self._entries.get(socket_path)
+                if last is not None and last.waited and now - last.until < LONGEST:
+                    period = min(LONGEST, last.period * 2)  # it made us wait again as soon as it was let try
+            self._entries[socket_path] = _Failure(now + period, period, waited, error)
             self._entries.move_to_end(socket_path)
             while len(self._entries) > MAX_ENTRIES:
                 self._entries.popitem(last=False)
+
+    def stats(self) -> dict[str, int]:
+        """``import_waits``: failures that made a reader wait; ``sockets_backed_off``: sockets left alone longer
+        than ``retry_after`` now."""
+        now = time.monotonic()
+        with self._lock:
+            backed_off = sum(1 for e in self._entries.values() if e.until > now and e.period > self.retry_after)
+            return {"import_waits": self._waits, "sockets_backed_off": backed_off}

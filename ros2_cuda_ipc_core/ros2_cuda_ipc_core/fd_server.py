@@ -4,19 +4,23 @@ The protocol, one connection per handout (an extension adds steps after 4, never
 
 1. The peer connects; the server reads its credentials (``SO_PEERCRED``).
 2. A uid that is neither the publisher's nor allow-listed is refused (counted ``refused_peers``, logged at
-   most every 10 s) and the connection closed.  So is a pid that already holds ``max_per_peer``
-   handouts it has not closed (``peer_limit_refusals``): fds in flight count against the publisher's
-   user, and a peer that never reads them must not exhaust them.
+   most every 10 s) and the connection closed.  So is a pid that already has ``max_per_peer`` handouts in
+   flight (``peer_limit_refusals``): fds sent that it has not read yet (the socket's unread bytes,
+   ``SIOCOUTQ``) count against the publisher's user, and a peer that never reads them must not exhaust
+   them.  A handout the peer has read is not in flight, whether it closes it, keeps it, or makes it a
+   direct channel; a pid keeps at most ``4 * max_per_peer`` connections open at once all the same.
 3. The server sends one message: the pool header (``HEADER_SIZE`` bytes) with ``SCM_RIGHTS``
    [metadata, block memory].  A memfd goes as a fresh read-only open file description made for this
    peer alone (its locks are its own and die with it; nothing can write through it); a CUDA export
    fd goes as it is.
 4. The peer reads it and closes.  The server keeps its end until that EOF, at most ``idle_timeout``
-   seconds; a peer that lets it time out keeps its handout counted against it until it exits.
-5. Or, instead of closing, the peer sends a subscribe request naming a topic (:mod:`.direct.wire`): the
-   connection becomes a direct channel (:class:`.direct.channels.DirectChannels`), kept until either end
-   closes it, on which the publisher writes a record for every publication on that topic.  Anything else a
-   peer sends is ignored.
+   seconds; a peer that lets it time out without reading it keeps it counted against it until it exits.
+5. Or, instead of closing, the peer sends a subscribe request naming a topic (:mod:`.direct.wire`), in as
+   many writes as it likes: the connection becomes a direct channel
+   (:class:`.direct.channels.DirectChannels`), kept until either end closes it, on which the publisher writes
+   a record for every publication on that topic.  A channel the pool will not keep gets a ``REFUSED`` record
+   and is closed.  Bytes that are not a request, and any byte a channel's peer sends after it, close the
+   connection at once (``malformed_requests``, ``direct_garbage``; said once at WARNING).
 
 All of it runs on one daemon thread per pool, on non-blocking sockets, so no peer can stall it.  When
 the process is out of file descriptors the listener pauses, backing off to 1 s, and says so once.
@@ -24,21 +28,24 @@ the process is out of file descriptors the listener pauses, backing off to 1 s, 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
+import fcntl
 import logging
 import os
 import selectors
 import socket
 import struct
+import termios
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .descriptor import socket_address
 from .direct.channels import DirectChannels
-from .direct.wire import MAX_TOPIC_BYTES, SUBSCRIBE, parse_subscribe
+from .direct.wire import INCOMPLETE, MAX_REQUEST_BYTES, parse_request, refused_record
 from .memfd import read_only_description
 from .socket_names import process_alive
 from .stats import Counters
@@ -50,7 +57,19 @@ _OUT_OF_FDS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 _FIRST_PAUSE, _LONGEST_PAUSE = 0.01, 1.0
 
 #: Counters the server keeps in its pool's ``stats()``.
-SERVER_COUNTERS = ("fd_handouts", "refused_peers", "peer_limit_refusals", "handout_failures", "accept_pauses")
+SERVER_COUNTERS = ("fd_handouts", "refused_peers", "peer_limit_refusals", "handout_failures", "accept_pauses",
+                   "malformed_requests", "direct_garbage")
+#: Connections one pid may hold open at once, in multiples of ``max_per_peer`` (those in flight).
+OPEN_PER_IN_FLIGHT = 4
+_READ_WRITE = selectors.EVENT_READ | selectors.EVENT_WRITE
+
+
+def unread_bytes(sock: socket.socket) -> int:
+    """Bytes this end sent that the peer has not read yet (``SIOCOUTQ``); a handout's fds are in flight while > 0."""
+    try:
+        return int(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0])
+    except OSError:
+        return 0
 
 
 def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
@@ -110,6 +129,7 @@ class _Handout:
     conn: socket.socket
     pid: int
     deadline: float
+    request: bytearray = field(default_factory=bytearray)  #: the part of a subscribe request read so far
 
 
 class FdServer:
@@ -132,12 +152,17 @@ class FdServer:
         self._handouts: dict[int, _Handout] = {}  # by connection fd
         self._channels = channels
         self._channel_conns: dict[int, socket.socket] = {}  # direct channels, by connection fd: watched for their end
-        self._outstanding: dict[int, int] = {}  # handouts per peer pid not yet closed by the peer
+        self._to_watch: collections.deque[socket.socket] = collections.deque()  # stalled channels, from the publisher
+        self._held: dict[int, int] = {}  # per pid: handouts closed by the idle timeout unread (in flight until it exits)
         self._pause = 0.0  # seconds the listener waits after running out of fds; 0 while accepting
         self._resume_at = 0.0
         self._throttle = Throttle(10.0)
+        self._once = Throttle(float("inf"))
+        self._closing = False
         self._sock = listening_socket(socket_path, self._allowed)
-        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC)
+        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        if channels is not None:
+            channels.watch_writable = self._watch_writable
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._sock, selectors.EVENT_READ)
         self._selector.register(self._wake_r, selectors.EVENT_READ)
@@ -149,12 +174,16 @@ class FdServer:
     def _serve(self) -> None:
         try:
             while True:
-                for key, _ in self._selector.select(self._next_timeout()):
+                for key, events in self._selector.select(self._next_timeout()):
                     if key.fileobj == self._wake_r:
-                        return
+                        if self._woken():
+                            return
+                        continue
                     try:
                         if key.fileobj is self._sock:
                             self._accept()
+                        elif events & selectors.EVENT_WRITE:
+                            self._channel_writable(key.fileobj)
                         else:
                             self._peer_readable(key.fileobj)
                     except Exception:  # one peer's trouble, or a bug, must not end the handouts to everyone
@@ -171,6 +200,29 @@ class FdServer:
             for conn in list(self._channel_conns.values()):
                 self._close_channel(conn)
             self._selector.close()
+
+    def _woken(self) -> bool:
+        """Drain the wake-ups; watch the channels that stalled since; True when the server is to stop."""
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self._wake_r, 4096):
+                pass
+        while self._to_watch:
+            conn = self._to_watch.popleft()
+            if self._channel_conns.get(conn.fileno()) is conn:
+                self._selector.modify(conn, _READ_WRITE)
+        return self._closing
+
+    def _watch_writable(self, conn: socket.socket) -> None:
+        """A channel stalled (the publishing thread): tell the server thread to watch for its peer's reading."""
+        self._to_watch.append(conn)
+        with contextlib.suppress(OSError):  # full: the server is awake already; closed: it is gone
+            os.write(self._wake_w, b"w")
+
+    def _channel_writable(self, conn: object) -> None:
+        if isinstance(conn, socket.socket) and self._channel_conns.get(conn.fileno()) is conn:
+            assert self._channels is not None
+            self._selector.modify(conn, selectors.EVENT_READ)
+            self._channels.resume(conn)
 
     def _next_timeout(self) -> float | None:
         deadlines = [h.deadline for h in self._handouts.values()]
@@ -212,11 +264,12 @@ class FdServer:
                                                 "nor allow-listed")
             return
         self._forget_dead_peers()
-        if self._outstanding.get(pid, 0) >= self.max_per_peer:
+        if not self._within_limits(pid):
             self._reap_closed(pid)  # a peer closes before it connects again: its EOF may just not be read yet
-        if self._outstanding.get(pid, 0) >= self.max_per_peer:
-            self._refuse(conn, "peer_limit_refusals", f"refused pid {pid}: it holds {self.max_per_peer} handouts it "
-                                                      "has not closed (fds in flight count against this user)")
+        if not self._within_limits(pid):
+            self._refuse(conn, "peer_limit_refusals", f"refused pid {pid}: it has {self.max_per_peer} handouts in "
+                         f"flight (sent, not read: fds in flight count against this user) or "
+                         f"{OPEN_PER_IN_FLIGHT * self.max_per_peer} connections open")
             return
         try:
             fds = [read_only_description(fd) if fresh else fd for fd, fresh in zip(self._fds, self._fresh, strict=True)]
@@ -242,9 +295,18 @@ class FdServer:
             for fd, fresh in zip(fds, self._fresh, strict=True):
                 if fresh:
                     os.close(fd)
-        self._outstanding[pid] = self._outstanding.get(pid, 0) + 1
         self._handouts[conn.fileno()] = _Handout(conn, pid, time.monotonic() + self.idle_timeout)
         self._selector.register(conn, selectors.EVENT_READ)
+
+    def _within_limits(self, pid: int) -> bool:
+        """Whether ``pid`` may have another handout: fewer than ``max_per_peer`` in flight and few enough open."""
+        mine = [h for h in self._handouts.values() if h.pid == pid]
+        if len(mine) >= OPEN_PER_IN_FLIGHT * self.max_per_peer:
+            return False
+        in_flight = self._held.get(pid, 0)
+        if len(mine) + in_flight < self.max_per_peer:
+            return True  # no need to ask the kernel
+        return in_flight + sum(1 for h in mine if unread_bytes(h.conn)) < self.max_per_peer
 
     def _refuse(self, conn: socket.socket, counter: str, why: str) -> None:
         self._counters.add(counter)  # first: the peer may look at the counters as soon as it sees the close
@@ -262,35 +324,53 @@ class FdServer:
         if handout is None or handout.conn is not conn:
             return
         try:
-            data = handout.conn.recv(SUBSCRIBE.size + MAX_TOPIC_BYTES)
+            data = handout.conn.recv(MAX_REQUEST_BYTES - len(handout.request) + 1)  # one byte over: too long
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
             data = b""
         if not data:
-            self._close_handout(fd, peer_closed=True)
+            self._close_handout(fd)
             return
-        topic = parse_subscribe(data) if self._channels is not None else None
+        handout.request += data
+        topic = parse_request(handout.request) if self._channels is not None else None
+        if topic == INCOMPLETE:
+            return  # the rest of the request is on its way
+        self._close_handout(fd, keep=True)
         if topic is None:
-            return  # bytes reserved for protocol extensions: ignored, the handout goes on as before
-        self._close_handout(fd, peer_closed=True, keep=True)  # the peer has its fds: no longer in flight
-        if self._channels is not None and self._channels.add(conn, handout.pid, topic):
+            self._counters.add("malformed_requests")
+            self._say_once("malformed_requests", f"closed pid {handout.pid}'s connection: it sent "
+                           f"{len(handout.request)} bytes that are not a subscribe request")
+            conn.close()
+            return
+        refused = self._channels.add(conn, handout.pid, topic) if self._channels is not None else "no channels"
+        if refused is None:
             self._channel_conns[fd] = conn
             self._selector.register(conn, selectors.EVENT_READ)
         else:
-            self._say(logging.WARNING, "direct_refused", f"refused pid {handout.pid} a direct channel: too many")
+            with contextlib.suppress(OSError):  # the subscriber learns why; a peer that does not read loses it
+                conn.send(refused_record(refused), socket.MSG_DONTWAIT | socket.MSG_NOSIGNAL)
             conn.close()
 
     def _channel_readable(self, fd: int, conn: socket.socket) -> None:
-        """A direct channel's peer sent bytes (ignored) or closed, or the publisher shut it down: close it."""
+        """A direct channel's peer closed, or the publisher shut it down, or the peer sent bytes (a subscriber
+        sends none after its request): close it."""
         try:
-            if conn.recv(4096):
-                return
+            data = conn.recv(1)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
-            pass
+            data = b""
+        if data:
+            self._counters.add("direct_garbage")
+            self._say_once("direct_garbage", f"closed a direct channel of pid {self._channel_pid(conn)}: it sent "
+                           "bytes after its request (a subscriber sends none)")
         self._close_channel(conn)
+
+    def _channel_pid(self, conn: socket.socket) -> int:
+        with contextlib.suppress(OSError):
+            return peer_credentials(conn)[0]
+        return -1
 
     def _close_channel(self, conn: socket.socket) -> None:
         assert self._channels is not None
@@ -310,27 +390,27 @@ class FdServer:
         now = time.monotonic()
         for fd, handout in list(self._handouts.items()):
             if handout.deadline <= now:
+                unread = unread_bytes(handout.conn) > 0
                 self._say(logging.INFO, "idle", f"pid {handout.pid} kept its handout open {self.idle_timeout:g} s; "
-                          "closed, and counted against it until it exits")
-                self._close_handout(fd, peer_closed=False)
+                          "closed" + (", unread: counted against it until it exits" if unread else ""))
+                if unread:
+                    self._held[handout.pid] = self._held.get(handout.pid, 0) + 1
+                self._close_handout(fd)
 
-    def _close_handout(self, fd: int, peer_closed: bool, keep: bool = False) -> None:
+    def _close_handout(self, fd: int, keep: bool = False) -> None:
         """End the handout on connection ``fd``; ``keep``: its socket lives on (as a direct channel, or to be closed)."""
         handout = self._handouts.pop(fd)
         self._selector.unregister(handout.conn)
         if not keep:
             handout.conn.close()
-        if peer_closed:
-            left = self._outstanding.get(handout.pid, 1) - 1
-            if left > 0:
-                self._outstanding[handout.pid] = left
-            else:
-                self._outstanding.pop(handout.pid, None)
 
     def _forget_dead_peers(self) -> None:
-        open_pids = {h.pid for h in self._handouts.values()}
-        for pid in [p for p in self._outstanding if p not in open_pids and not process_alive(p)]:
-            del self._outstanding[pid]
+        for pid in [p for p in self._held if not process_alive(p)]:
+            del self._held[pid]
+
+    def _say_once(self, key: str, what: str) -> None:
+        if self._once.ready(key):
+            log.warning("pool %s %s (said once; counted in stats()['%s'])", self.socket_path, what, key)
 
     def _say(self, level: int, key: str, what: str) -> None:
         if self._throttle.ready(key):
@@ -354,7 +434,9 @@ class FdServer:
     def close(self) -> None:
         if self._wake_w < 0:
             return
-        os.write(self._wake_w, b"x")
+        self._closing = True
+        with contextlib.suppress(BlockingIOError):  # full of wake-ups: the server wakes all the same
+            os.write(self._wake_w, b"x")
         self._thread.join()
         for fd in (self._wake_r, self._wake_w):
             os.close(fd)

@@ -13,11 +13,13 @@ from hypothesis import strategies as st
 from ros2_cuda_ipc_core import BlockManager, InvalidDescriptorError
 from ros2_cuda_ipc_core.descriptor import socket_address
 from ros2_cuda_ipc_core.direct.wire import (
+    INCOMPLETE,
     MAX_RECORD_BYTES,
     Frame,
     RecordReader,
     Template,
     frame_record,
+    parse_request,
     parse_subscribe,
     subscribe_request,
     template_record,
@@ -93,3 +95,62 @@ def test_hostile_requests_leave_the_pool_serving_and_publishing():
         for sock in (*hostile, good):
             sock.close()
         assert pool.stats()["fd_handouts"] == 5
+
+
+@given(data=st.binary(max_size=2100), cut=st.integers(0, 2100))
+def test_a_request_in_two_parts_is_the_request_once_whole(data, cut):
+    request = subscribe_request("/t" + data.hex()[:1000])
+    first = parse_request(request[:cut])
+    assert first == (parse_subscribe(request) if cut >= len(request) else INCOMPLETE)
+    garbage = parse_request(data)
+    assert garbage in (None, INCOMPLETE) or data.startswith(b"R2CD")
+
+
+def _connected(pool) -> socket.socket:
+    sock = _handout(pool.socket_path)
+    return sock
+
+
+def _closed_by_server(sock: socket.socket) -> bool:
+    """The server closed ``sock``: an end of file, or a reset when it closed with our bytes unread."""
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_a_valid_request_split_over_two_writes_is_accepted_and_malformed_ones_are_closed_at_once():
+    with BlockManager(4096, block_count=2, memory="host", reuse_delay=0) as pool:
+        request = subscribe_request("/split")
+        split = _connected(pool)
+        split.sendall(request[:5])
+        time.sleep(0.05)  # two writes the server reads apart (not a timing assertion: either way it must accept)
+        split.sendall(request[5:])
+        malformed = [_connected(pool) for _ in range(3)]
+        for sock, junk in zip(malformed, (b"GET / HTTP/1.0\r\n", request + b"x", b"R2CD\x01\x00\x00\x00"), strict=True):
+            sock.sendall(junk)
+        for sock in malformed:  # closed by the server now, not at the idle close
+            sock.settimeout(pool._server.idle_timeout / 2)
+            assert _closed_by_server(sock)
+        deadline = time.monotonic() + 10
+        while pool.direct.count() < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert pool.direct.count() == 1
+        assert pool.stats()["malformed_requests"] == 3
+        split.close()
+        for sock in malformed:
+            sock.close()
+
+
+def test_a_channel_that_sends_anything_after_its_request_is_closed():
+    with BlockManager(4096, block_count=2, memory="host", reuse_delay=0) as pool:
+        sock = _connected(pool)
+        sock.sendall(subscribe_request("/t"))
+        deadline = time.monotonic() + 10
+        while pool.direct.count() < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        sock.sendall(frame_record(1, 0, 1, 1, 0, 0, bytes(64), b"forged") * 100)
+        sock.settimeout(10)
+        assert _closed_by_server(sock)
+        assert pool.stats()["direct_garbage"] == 1 and pool.direct.count() == 0
+        sock.close()

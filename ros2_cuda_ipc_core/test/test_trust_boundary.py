@@ -9,12 +9,14 @@ import logging
 import mmap
 import os
 import pwd
+import select
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +38,7 @@ from ros2_cuda_ipc_core import (
 )
 from ros2_cuda_ipc_core import pool as pool_module
 from ros2_cuda_ipc_core.descriptor import socket_address
+from ros2_cuda_ipc_core.fd_server import OPEN_PER_IN_FLIGHT
 from ros2_cuda_ipc_core.layout import HEADER_SIZE
 from ros2_cuda_ipc_core.leases import FIRST_BLOCK_LEASE, lock_request
 from ros2_cuda_ipc_core.memfd import future_write_seal_supported
@@ -221,25 +224,51 @@ def test_one_process_reading_a_block_twice_is_one_holder():
 # --- 6: the FD server against hostile peers -------------------------------------------------------------
 
 
-def test_a_peer_that_never_closes_its_handouts_is_bounded_and_timed_out():
+def test_a_peer_that_never_reads_its_handouts_is_bounded_and_timed_out():
     with BlockManager(4096, block_count=1, memory="host") as pool:
         pool._server.max_per_peer = 2
         pool._server.idle_timeout = 0.2
         held = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(3)]
         try:
+            for sock in held:  # connected, nothing read: their fds stay in flight
+                sock.settimeout(30)
+                sock.connect(socket_address(pool.socket_path))
+            deadline = time.monotonic() + 30
+            while pool.stats()["fd_handouts"] + pool.stats()["peer_limit_refusals"] < 3 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert pool.stats()["peer_limit_refusals"] == 1  # the third: this pid has two in flight
+            hangup = select.poll()
+            hangup.register(held[0], select.POLLRDHUP)
+            assert hangup.poll(30_000)  # idle: the server closed its end, the handout unread ...
             answers = []
             for sock in held:
+                _, fds, _, _ = socket.recv_fds(sock, HEADER_SIZE + 1, 3)
+                answers.append(len(fds))
+                for fd in fds:
+                    os.close(fd)
+            assert answers == [2, 2, 0]
+            with pytest.raises(PoolUnavailableError, match="without handing out fds"):
+                Reader().read(remote(publish(pool, 1)))  # ... and still counts them against this live pid
+        finally:
+            for sock in held:
+                sock.close()
+
+
+def test_a_peer_that_reads_its_handouts_but_keeps_them_open_is_bounded_by_connections():
+    with BlockManager(4096, block_count=1, memory="host") as pool:
+        pool._server.max_per_peer = 2
+        held = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(OPEN_PER_IN_FLIGHT * 2 + 1)]
+        try:
+            answers = []
+            for sock in held:  # each read at once: none in flight, all kept open
                 sock.settimeout(30)
                 sock.connect(socket_address(pool.socket_path))
                 _, fds, _, _ = socket.recv_fds(sock, HEADER_SIZE + 1, 3)
                 answers.append(len(fds))
                 for fd in fds:
                     os.close(fd)
-            assert answers == [2, 2, 0]  # the third is refused: this pid holds two it has not closed
+            assert answers == [2] * (OPEN_PER_IN_FLIGHT * 2) + [0]
             assert pool.stats()["peer_limit_refusals"] == 1
-            assert held[0].recv(1) == b""  # idle: the server closed its end ...
-            with pytest.raises(PoolUnavailableError, match="without handing out fds"):
-                Reader().read(remote(publish(pool, 1)))  # ... and still counts them against this live pid
         finally:
             for sock in held:
                 sock.close()

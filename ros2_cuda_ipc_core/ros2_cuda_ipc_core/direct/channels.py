@@ -1,12 +1,21 @@
 """``DirectChannels``: a pool's direct subscribers, by topic, written to without ever blocking the publisher.
 
 The pool's FD server accepts a channel (a handout connection whose peer asked for a topic) and watches it
-for the peer's close; the publishing thread writes records to it.  Every write is non-blocking: a
-subscriber that does not read fills its socket's buffer and then loses frames on this path (counted
-``direct_drops``; they still reach it over DDS), one that died is dropped at the first failed write
-(``direct_closed``).  Only the server thread closes a channel's socket, so the publisher never writes to
-a descriptor that was closed and reused under it: a channel the publisher gives up on is shut down, and
-the server sees the end.
+for the peer's close; the publishing thread writes records to it.  Every write is non-blocking.  A channel
+whose socket buffer is full is *stalled*: it is taken out of the topic's writers at once, and while it stays
+stalled each publication costs it one counted drop for the whole topic (``direct_drops``, O(1) however many
+are stalled), never a system call; the FD server watches it and puts it back once its peer has read.  Frames a
+stalled channel lost still reach it over DDS.  A channel that broke is dropped at the first failed write
+(``direct_closed``).
+
+Limits, so that no peer can take the path from the others: a peer process keeps at most ``MAX_STALLED_PER_PEER``
+stalled channels (one more stalls: its oldest stalled one is closed) and ``MAX_PER_PEER`` in all; a pool keeps
+``MAX_CHANNELS``, and when they are all taken a new subscriber takes the place of the channel stalled longest
+(``direct_evicted``); only when none is stalled is it refused (``direct_refused``).  Each is said once, at
+WARNING.
+
+Only the server thread closes a channel's socket, so the publisher never writes to a descriptor that was
+closed and reused under it: a channel given up on is shut down, and the server sees the end.
 """
 
 from __future__ import annotations
@@ -15,17 +24,20 @@ import contextlib
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..stats import Counters
+from ..throttle import Throttle
 
 log = logging.getLogger("ros2_cuda_ipc")
 
 #: Counters the channels keep in their pool's ``stats()``.
-CHANNEL_COUNTERS = ("direct_subscribed", "direct_sent", "direct_drops", "direct_closed", "direct_refused")
-#: Channels one peer process may hold on one pool, and channels a pool keeps in all.
-MAX_PER_PEER, MAX_CHANNELS = 32, 256
+CHANNEL_COUNTERS = ("direct_subscribed", "direct_sent", "direct_drops", "direct_closed", "direct_refused",
+                    "direct_evicted", "direct_stalls", "direct_skipped")
+#: Channels one peer process may hold on one pool (stalled ones, all), and channels a pool keeps in all.
+MAX_STALLED_PER_PEER, MAX_PER_PEER, MAX_CHANNELS = 4, 128, 256
 _SEND_FLAGS = socket.MSG_DONTWAIT | socket.MSG_NOSIGNAL
 
 
@@ -35,92 +47,163 @@ class Channel:
     pid: int
     topic: str
     template_id: int = field(default=0)  #: the template the subscriber has (0: none yet)
+    stalled_since: float = field(default=0.0)  #: when its buffer filled (0: it takes writes)
 
 
 class DirectChannels:
-    """The channels of one pool.  ``for_topic`` is what a publish asks first: an empty tuple costs nothing more."""
+    """The channels of one pool.  ``has`` is what a publish asks first: False costs nothing more.
+
+    ``watch_writable(conn)`` (set by the FD server) is called once per stall, on the publishing thread, so that
+    the server tells :meth:`resume` when the peer has read.
+    """
 
     def __init__(self, counters: Counters, name: str) -> None:
         self._counters = counters
         self._name = name
         self._lock = threading.Lock()
         self._by_conn: dict[socket.socket, Channel] = {}
-        self._by_topic: dict[str, tuple[Channel, ...]] = {}
+        self._writers: dict[str, tuple[Channel, ...]] = {}  # by topic: the channels that take writes now
+        self._stalled: dict[str, int] = {}  # by topic: how many are stalled
+        self._once = Throttle(float("inf"))  # each kind of refusal is said once; the counters keep the rest
+        self.watch_writable: Callable[[socket.socket], None] = lambda conn: None
 
     # --- the FD server's side ---------------------------------------------------------------------
 
-    def add(self, conn: socket.socket, pid: int, topic: str) -> bool:
-        """Take ``conn`` as a channel of ``topic`` for peer ``pid``; False (counted) if over the limits."""
+    def add(self, conn: socket.socket, pid: int, topic: str) -> str | None:
+        """Take ``conn`` as a channel of ``topic`` for peer ``pid``; None, or why not (counted, said once)."""
         with self._lock:
-            if len(self._by_conn) >= MAX_CHANNELS or \
-                    sum(1 for c in self._by_conn.values() if c.pid == pid) >= MAX_PER_PEER:
-                self._counters.add("direct_refused")
-                return False
-            channel = Channel(conn, pid, topic)
-            self._by_conn[conn] = channel
-            self._by_topic[topic] = (*self._by_topic.get(topic, ()), channel)
+            mine = sum(1 for c in self._by_conn.values() if c.pid == pid)
+            if mine >= MAX_PER_PEER:
+                why = f"pid {pid} holds {MAX_PER_PEER} direct channels of this pool already"
+            elif len(self._by_conn) >= MAX_CHANNELS and not self._evict_one(f"pid {pid} subscribed"):
+                why = f"all {MAX_CHANNELS} direct channels of this pool are taken by subscribers that read"
+            else:
+                why = None
+                channel = Channel(conn, pid, topic)
+                self._by_conn[conn] = channel
+                self._writers[topic] = (*self._writers.get(topic, ()), channel)
+        if why is not None:
+            self._counters.add("direct_refused")
+            self._say("direct_refused", f"refused a direct channel of {topic}: {why}; its frames go over DDS")
+            return why
         self._counters.add("direct_subscribed")
         log.debug("pool %s: pid %d reads %s directly", self._name, pid, topic)
-        return True
+        return None
 
     def remove(self, conn: socket.socket) -> None:
         """Forget ``conn`` (its peer closed, or a write to it failed); the caller closes it."""
         with self._lock:
             self._forget(conn)
 
+    def resume(self, conn: socket.socket) -> None:
+        """``conn``'s peer has read: it takes writes again (the FD server's thread)."""
+        with self._lock:
+            channel = self._by_conn.get(conn)
+            if channel is not None and channel.stalled_since:
+                channel.stalled_since = 0.0
+                self._stalled[channel.topic] -= 1
+                self._writers[channel.topic] = (*self._writers.get(channel.topic, ()), channel)
+
     def __contains__(self, conn: object) -> bool:
         return conn in self._by_conn
 
     # --- the publisher's side ---------------------------------------------------------------------
 
-    def for_topic(self, topic: str) -> tuple[Channel, ...]:
-        """The channels of ``topic`` now (read without the lock: a tuple replaced whole, never changed)."""
-        return self._by_topic.get(topic, ())
+    def has(self, topic: str) -> bool:
+        """Whether ``topic`` has a channel now, taking writes or stalled (read without the lock)."""
+        return topic in self._writers or bool(self._stalled.get(topic))
 
-    def send(self, channels: tuple[Channel, ...], template_id: int, template: Callable[[], bytes],
-             frame: bytes) -> None:
-        """Write ``frame`` to each channel, preceded by the template record ``template()`` where the channel does
-        not have ``template_id`` yet.  Never blocks; a full channel loses the frame, a broken one is dropped."""
+    def skipped(self) -> None:
+        """Count a publication that went by DDS alone (its message does not fit a record)."""
+        self._counters.add("direct_skipped")
+
+    def send(self, topic: str, template_id: int, template: bytes, frame: bytes) -> None:
+        """Write ``frame`` to each channel of ``topic``, preceded by the template record ``template`` where the
+        channel does not have ``template_id`` yet.  Never blocks; a full channel stalls, a broken one is dropped."""
         with self._lock:
-            for channel in channels:
-                if channel.conn not in self._by_conn:
-                    continue  # dropped since the caller looked
+            stalled = self._stalled.get(topic, 0)
+            if stalled:
+                self._counters.add("direct_drops", stalled)
+            for channel in self._writers.get(topic, ()):
                 try:
                     if channel.template_id != template_id:
-                        if not self._write(channel, template()):
+                        if not self._write(channel, template):
                             continue
                         channel.template_id = template_id
                     if self._write(channel, frame):
                         self._counters.add("direct_sent")
                 except OSError as exc:  # EPIPE, ECONNRESET: the subscriber is gone
-                    self._drop(channel, f"{exc.strerror or exc}")
+                    self._drop(channel, f"{exc.strerror or exc}", "direct_closed")
 
     def _write(self, channel: Channel, record: bytes) -> bool:
         try:
             sent = channel.conn.send(record, _SEND_FLAGS)
         except BlockingIOError:
             self._counters.add("direct_drops")
+            self._stall(channel)
             return False
         if sent != len(record):  # a record cut in two: the stream's framing is lost for good
-            self._drop(channel, f"a write of {len(record)} bytes took {sent}")
+            self._drop(channel, f"a write of {len(record)} bytes took {sent}", "direct_closed")
             return False
         return True
 
-    def _drop(self, channel: Channel, why: str) -> None:
-        log.info("pool %s: direct subscriber pid %d of %s dropped: %s", self._name, channel.pid, channel.topic, why)
+    def _stall(self, channel: Channel) -> None:
+        """Take ``channel`` out of its topic's writers until its peer reads; a peer's stalled ones beyond
+        ``MAX_STALLED_PER_PEER``: its oldest is closed."""
+        self._counters.add("direct_stalls")
+        channel.stalled_since = time.monotonic()
+        self._remove_writer(channel)
+        self._stalled[channel.topic] = self._stalled.get(channel.topic, 0) + 1
+        peers = [c for c in self._by_conn.values() if c.pid == channel.pid and c.stalled_since]
+        if len(peers) > MAX_STALLED_PER_PEER:
+            oldest = min(peers, key=lambda c: c.stalled_since)
+            self._drop(oldest, f"pid {oldest.pid} holds more than {MAX_STALLED_PER_PEER} channels that do not read",
+                       "direct_evicted")
+        if channel.conn in self._by_conn:
+            self.watch_writable(channel.conn)
+
+    def _evict_one(self, why: str) -> bool:
+        """Close the channel stalled longest, to make room; False if none is stalled."""
+        stalled = [c for c in self._by_conn.values() if c.stalled_since]
+        if not stalled:
+            return False
+        oldest = min(stalled, key=lambda c: c.stalled_since)
+        self._drop(oldest, f"it has not read since {time.monotonic() - oldest.stalled_since:.1f} s and {why}",
+                   "direct_evicted")
+        return True
+
+    def _drop(self, channel: Channel, why: str, counter: str) -> None:
+        self._say(counter, f"direct subscriber pid {channel.pid} of {channel.topic} dropped: {why}; its frames go "
+                           "over DDS")
         self._forget(channel.conn)
-        self._counters.add("direct_closed")
+        self._counters.add(counter)
         with contextlib.suppress(OSError):
             channel.conn.shutdown(socket.SHUT_RDWR)  # the server thread sees the end and closes it
 
     def _forget(self, conn: socket.socket) -> None:
         channel = self._by_conn.pop(conn, None)
-        if channel is not None:
-            left = tuple(c for c in self._by_topic.get(channel.topic, ()) if c is not channel)
+        if channel is None:
+            return
+        if channel.stalled_since:
+            left = self._stalled[channel.topic] - 1
             if left:
-                self._by_topic[channel.topic] = left
+                self._stalled[channel.topic] = left
             else:
-                self._by_topic.pop(channel.topic, None)
+                del self._stalled[channel.topic]
+        else:
+            self._remove_writer(channel)
+
+    def _remove_writer(self, channel: Channel) -> None:
+        """Replace the topic's writers by a tuple without ``channel`` (a tuple is never changed: readers need no lock)."""
+        left = tuple(c for c in self._writers.get(channel.topic, ()) if c is not channel)
+        if left:
+            self._writers[channel.topic] = left
+        else:
+            self._writers.pop(channel.topic, None)
+
+    def _say(self, key: str, what: str) -> None:
+        if self._once.ready(key):
+            log.warning("pool %s: %s (said once; counted in stats()['%s'])", self._name, what, key)
 
     def count(self) -> int:
         return len(self._by_conn)

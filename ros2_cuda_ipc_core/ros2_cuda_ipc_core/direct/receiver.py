@@ -7,7 +7,11 @@ executor's callbacks submit (descriptors that came over DDS, twins).  So a callb
 threads at once, and frames reach it in the order this thread takes them.
 
 A channel that ends (its publisher closed or died, a record that is not one, a template that does not
-decode) is closed and not opened again for that instance: its frames keep coming over DDS.
+decode) or that the pool refused is closed and not opened again for that instance: its frames keep coming
+over DDS.  Each is counted (``direct_channels_ended``, ``direct_refused``) and said once at WARNING.
+
+No channel can starve the others: each turn of the thread reads at most ``_RECV_BYTES`` from a channel and
+handles at most ``RECORDS_PER_TURN`` of its records, then moves on (the rest wait in the channel's buffer).
 """
 
 from __future__ import annotations
@@ -30,14 +34,16 @@ from ..imported_pool import close_fds
 from ..socket_names import socket_owner
 from ..stats import Counters
 from ..throttle import Throttle
-from .wire import Frame, RecordReader, Template, subscribe_request
+from .wire import Frame, RecordReader, Refused, Template, subscribe_request
 
 log = logging.getLogger("ros2_cuda_ipc")
 
 #: Channels one subscription keeps (one per publisher pool it reads zero-copy).
 MAX_CHANNELS = 64
 CONNECT_TIMEOUT = 0.5
-_RECV_BYTES = 1 << 16
+#: A channel's share of one turn of the thread: bytes read, records handled.
+_RECV_BYTES = 1 << 14
+RECORDS_PER_TURN = 16
 
 #: What the delivery thread calls for each frame: (instance, the template message, the frame record).
 FrameHandler = Callable[[InstanceKey, Any, Frame], None]
@@ -50,6 +56,7 @@ class _Channel:
     records: RecordReader = field(default_factory=RecordReader)
     template_id: int = 0
     template: Any = None
+    pending: collections.deque[Template | Frame | Refused] = field(default_factory=collections.deque)
 
 
 class DirectReceiver:
@@ -67,7 +74,8 @@ class DirectReceiver:
         self._allowed_uids = frozenset(allowed_uids)
         self._check_pid = check_pid
         self.counters = Counters("direct_frames", "direct_templates", "direct_channels_opened",
-                                 "direct_channels_ended", "direct_connect_failures", "callback_errors")
+                                 "direct_channels_ended", "direct_connect_failures", "direct_refused",
+                                 "callback_errors")
         self._work: collections.deque[Callable[[], None]] = collections.deque()
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self._selector = selectors.DefaultSelector()
@@ -75,6 +83,8 @@ class DirectReceiver:
         self._channels: dict[InstanceKey, _Channel] = {}
         self._tried: set[InstanceKey] = set()  # instances a channel was opened (or refused) for: never again
         self._throttle = Throttle(10.0)
+        self._once = Throttle(float("inf"))
+        self._behind: set[_Channel] = set()  # channels with records left over from their last turn
         self._closing = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -118,12 +128,14 @@ class DirectReceiver:
             return
         self._tried.add(instance)
         owner = socket_owner(desc.socket_path)
-        server_pid = owner[0] if owner is not None and self._check_pid else None
+        checked_owner = owner if self._check_pid else None
         try:
-            sock, _header, fds = open_pool_connection(desc, self._allowed_uids, CONNECT_TIMEOUT, server_pid)
+            sock, _header, fds, _verified = open_pool_connection(desc, self._allowed_uids, CONNECT_TIMEOUT,
+                                                                 checked_owner)
         except Ros2CudaIpcError as exc:
             self.counters.add("direct_connect_failures")
-            self._say("connect", f"{desc.pool_name}: no direct channel ({exc}); its frames come over DDS")
+            self._say_once("connect", f"{desc.pool_name}: no direct channel ({exc}); its frames come over DDS "
+                                      "(said once; counted in stats()['direct']['direct_connect_failures'])")
             return
         close_fds(fds)  # the import this channel follows holds the pool's own
         try:
@@ -132,7 +144,8 @@ class DirectReceiver:
         except OSError as exc:
             sock.close()
             self.counters.add("direct_connect_failures")
-            self._say("connect", f"{desc.pool_name}: no direct channel ({exc}); its frames come over DDS")
+            self._say_once("connect", f"{desc.pool_name}: no direct channel ({exc}); its frames come over DDS "
+                                      "(said once; counted in stats()['direct']['direct_connect_failures'])")
             return
         channel = _Channel(sock, instance)
         self._channels[instance] = channel
@@ -142,11 +155,14 @@ class DirectReceiver:
     def _run(self) -> None:
         try:
             while not self._closing:
-                for key, _ in self._selector.select():
+                behind = list(self._behind)
+                for key, _ in self._selector.select(0 if behind else None):
                     if key.fileobj == self._wake_r:
                         self._drain_wake()
-                    else:
+                    elif key.data not in self._behind:
                         self._readable(key.data)
+                for channel in behind:
+                    self._deliver(channel)
                 self._run_work()
         finally:
             for channel in list(self._channels.values()):
@@ -179,19 +195,41 @@ class DirectReceiver:
             self._end(channel, "the publisher closed it")
             return
         try:
-            records = channel.records.feed(data)
-            for record in records:
-                if isinstance(record, Template):
-                    channel.template, channel.template_id = self._decode(record.cdr), record.template_id
-                    self.counters.add("direct_templates")
-                elif record.template_id != channel.template_id or channel.template is None:
-                    raise Ros2CudaIpcError(f"a frame of template {record.template_id}, the channel has "
-                                           f"{channel.template_id}")
-                else:
+            channel.pending.extend(channel.records.feed(data))
+        except Exception as exc:  # a record that is not one: the channel ends
+            self._end(channel, f"{type(exc).__name__}: {exc}")
+            return
+        self._deliver(channel)
+
+    def _deliver(self, channel: _Channel) -> None:
+        """Handle up to ``RECORDS_PER_TURN`` of ``channel``'s records; it reads on in a later turn if more are left."""
+        pending = channel.pending
+        try:
+            for _ in range(min(len(pending), RECORDS_PER_TURN)):
+                record = pending.popleft()
+                if isinstance(record, Frame):
+                    if record.template_id != channel.template_id or channel.template is None:
+                        raise Ros2CudaIpcError(f"a frame of template {record.template_id}, the channel has "
+                                               f"{channel.template_id}")
                     self.counters.add("direct_frames")
                     self._guarded(self._on_frame, channel.instance, channel.template, record)
-        except Exception as exc:  # a record that is not one, a template that does not decode: the channel ends
+                elif isinstance(record, Template):
+                    channel.template, channel.template_id = self._decode(record.cdr), record.template_id
+                    self.counters.add("direct_templates")
+                else:
+                    self.counters.add("direct_refused")
+                    self._end(channel, None)
+                    self._say_once("refused", f"the pool {channel.instance[0].hex()[:8]} refused this subscription "
+                                   f"a direct channel ({record.reason}); its frames come over DDS "
+                                   "(counted in stats()['direct']['direct_refused'])")
+                    return
+        except Exception as exc:  # a frame before its template, a template that does not decode: the channel ends
             self._end(channel, f"{type(exc).__name__}: {exc}")
+            return
+        if pending:
+            self._behind.add(channel)
+        else:
+            self._behind.discard(channel)
 
     def _guarded(self, work: Callable[..., None], *args: Any) -> None:
         """Run ``work(*args)``; a callback's exception is logged (with its traceback, at most every 10 s), never fatal."""
@@ -205,14 +243,17 @@ class DirectReceiver:
 
     def _end(self, channel: _Channel, why: str | None) -> None:
         self._channels.pop(channel.instance, None)
+        self._behind.discard(channel)
+        channel.pending.clear()
         with contextlib.suppress(KeyError, ValueError):
             self._selector.unregister(channel.sock)
         channel.sock.close()
         if why is not None:
             self.counters.add("direct_channels_ended")
-            self._say("end", f"the direct channel of pool {channel.instance[0].hex()[:8]} ended ({why}); "
-                             "its frames come over DDS")
+            self._say_once("end", f"the direct channel of pool {channel.instance[0].hex()[:8]} ended ({why}); "
+                           "its frames come over DDS (said once; counted in stats()['direct']"
+                           "['direct_channels_ended'])")
 
-    def _say(self, key: str, what: str) -> None:
-        if self._throttle.ready(key):
-            log.info("%s: %s", self._thread.name, what)
+    def _say_once(self, key: str, what: str) -> None:
+        if self._once.ready(key):
+            log.warning("%s: %s", self._thread.name, what)
