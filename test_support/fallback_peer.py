@@ -32,6 +32,8 @@ from ack_flow import ack_qos
 from peers import peer_node, play
 from std_msgs.msg import Header, String
 
+from ros2_cuda_ipc_core.socket_names import pool_socket_path
+
 QOS = 100
 HEIGHT, WIDTH = 720, 1280
 CLOUD_ROWS, CLOUD_COLS, POINT_STEP = 16, 256, 48
@@ -179,7 +181,7 @@ def forge_dead(node, pub, topic: str, count: int) -> int:
         msg = GpuImage()
         pub.layout.fill_message(msg)
         msg.header = Header(frame_id=f"forged-{seq}")
-        msg.core.socket_path = f"@ros2_cuda_ipc/{dead.pid}/{pub.pool.pool_id.hex()}"
+        msg.core.socket_path = pool_socket_path(bytes(pub.pool.pool_id_array), dead.pid, None)
         msg.core.pool_id = pub.pool.pool_id_array
         msg.core.publisher_pid = dead.pid
         msg.core.block_id, msg.core.uid, msg.core.byte_size = 0, seq + 1, pub.pool.block_size

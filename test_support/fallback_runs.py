@@ -108,3 +108,22 @@ def peer_group() -> Iterator[Callable[..., Peer]]:
     finally:
         for peer in peers:
             peer.kill()
+
+
+def published_there(kind: str, topic: str, there: Place, here: Place, frames: int = 60,
+                    through_twin: bool = False) -> dict[str, Any]:
+    """A publisher ``there`` and one subscriber ``here`` (reading the CPU twin, ``through_twin``): every frame of a
+    burst, what the subscriber saw and said."""
+    peers: list[Peer] = []
+    try:
+        publisher = Peer(there, "publisher", kind, topic)
+        sub = Peer(here, "subscriber", kind, topic, "sub", "auto", str(frames))
+        peers += [publisher, sub]
+        publisher.ask("match 1")
+        publisher.ask("await_twin sub" if through_twin else "await_ack sub")
+        publisher.ask(f"burst {frames} main sub")
+        result, log = sub.finish()
+        return {"sub": result, "log": log, "publisher": publisher.ask("quit")}
+    finally:
+        for peer in peers:
+            peer.kill()

@@ -19,6 +19,8 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from ros2_cuda_ipc_core.socket_names import pool_socket_path
+
 #: Bounded so that CI stays fast; a run of a few seconds per message type.
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                         HealthCheck.too_slow])
@@ -45,7 +47,7 @@ def core_strategy(live_core: Any) -> st.SearchStrategy[dict[str, Any]]:
     """Fields of a BufferCore: each the live core's or a hostile one."""
     return st.fixed_dictionaries({
         "socket_path": live_or(live_core.socket_path, st.one_of(st.text(max_size=120),
-                                                                 st.just("@ros2_cuda_ipc/1/" + "0" * 32))),
+                                                                 st.just(pool_socket_path(bytes(16), 1, None)))),
         "pool_id": live_or(bytes(live_core.pool_id), st.binary(min_size=16, max_size=16)),
         "block_id": live_or(live_core.block_id, uints(32)),
         "uid": live_or(live_core.uid, uints(64)),

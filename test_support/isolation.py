@@ -1,6 +1,8 @@
 """Test support (not shipped): a real "other host" (a network namespace joined by a veth pair) and a real other user.
 
-Abstract Unix sockets belong to a network namespace, so a process in another one cannot reach a pool's
+A "container" (:func:`other_pid_namespace`) is what ``docker run --network host`` gives a node: its own pid and
+mount namespaces, its own /tmp and, unless ``--ipc host``, its own /dev/shm; the network (and so the pools'
+abstract sockets) shared.  Abstract Unix sockets belong to a network namespace, so a process in another one cannot reach a pool's
 FD server: to ros2_cuda_ipc it is another host.  DDS is kept to the veth pair by a Fast DDS XML profile
 (UDPv4 only, no shared-memory transport, every locator on the pair's addresses, unicast initial peers),
 and those addresses live only on the pair.  Everything made here (namespace, links, user, files) is
@@ -14,7 +16,9 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -163,3 +167,51 @@ def other_user() -> Iterator[tuple[Place, Place, int]]:
             yield Place((), env), Place((), theirs), uid
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def other_pid_namespace(private_shm: bool, private_tmp: bool = True) -> Iterator[tuple[Place, Place]]:
+    """(here, container): "container" runs a peer as pid 1's child in a fresh pid and mount namespace
+    (``unshare --pid --fork --mount-proc``) with a private /tmp (where the interpreter is not under it) and, with
+    ``private_shm``, a private /dev/shm; then both places speak DDS over UDP on loopback, as Fast DDS's
+    shared-memory transport cannot cross a private /dev/shm.  The namespaces end with the peer."""
+    folder = Path(tempfile.mkdtemp(prefix="r2ci-pidns-"))
+    try:
+        mounts = []
+        if private_tmp and not any(str(path).startswith("/tmp/")
+                                   for path in (sys.executable, Path(__file__).resolve(), Path.cwd())):
+            mounts.append("mount -t tmpfs r2ci-tmp /tmp")
+        if private_shm:
+            mounts.append("mount -t tmpfs r2ci-shm /dev/shm")
+        script = " && ".join([*mounts, 'exec "$@"'])
+        unshare = admin_tool("unshare") or "unshare"
+        inside = (unshare, "--pid", "--fork", "--kill-child", "--mount", "--mount-proc", "--propagation", "private",
+                  "sh", "-c", script, "sh")
+        loopback_only = dds_env(fastdds_profile(folder / "loopback.xml", "127.0.0.1", ["127.0.0.1"]))
+        env = loopback_only if private_shm else dict(os.environ)
+        yield Place((), env), Place(inside, env)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def stale_proc_pid_namespace() -> Place:
+    """A fresh pid namespace that keeps the /proc of the namespace it came from (``unshare --pid`` without
+    ``--mount-proc``): the kernel numbers its peers one way and its /proc another, so /proc cannot say who a
+    peer is.  A peer started here is the namespace's pid 1; :func:`inside` puts others in its namespace."""
+    unshare = admin_tool("unshare") or "unshare"
+    return Place((unshare, "--pid", "--fork", "--kill-child"), dict(os.environ))
+
+
+def inside(pid_one_of: subprocess.Popen, place: Place) -> Place:
+    """``place`` entered from within the pid namespace whose pid 1 is the child of ``pid_one_of`` (an ``unshare``
+    started by :func:`stale_proc_pid_namespace`)."""
+    children = Path(f"/proc/{pid_one_of.pid}/task/{pid_one_of.pid}/children")
+    for _ in range(100):
+        child = children.read_text().split()
+        if child:
+            break
+        time.sleep(0.05)
+    else:
+        raise RuntimeError(f"unshare (pid {pid_one_of.pid}) started no process")
+    nsenter = admin_tool("nsenter") or "nsenter"
+    return Place((nsenter, "--target", child[0], "--pid", *place.prefix), place.env)

@@ -57,8 +57,8 @@ from typing import Any
 ROWS = ("dds-typed", "dds-raw", "dds-struct", "dds-waitset", "socket-cdr", "socket-struct", "socket-direct")
 TOPIC = "ros2_cuda_ipc_profile_delivery/descriptor"
 WARMUP = 10
-#: A real descriptor's socket path ("@ros2_cuda_ipc/<pid>/<pool id>"), so the message has its real size.
-SOCKET_PATH = f"@ros2_cuda_ipc/{0:7d}/{'0' * 32}"
+#: A real descriptor's socket path ("@ros2_cuda_ipc/<pid>.<pid ns>/<pool id>"), so the message has its real size.
+SOCKET_PATH = f"@ros2_cuda_ipc/{0:7d}.{0:10d}/{'0' * 32}"
 now = time.time_ns
 
 

@@ -25,6 +25,11 @@ class PoolUnavailableError(Ros2CudaIpcError):
     """The pool cannot be reached: its socket is gone, refused us, or its publisher died."""
 
 
+class IdentityUnverifiableError(PoolUnavailableError):
+    """The process serving a pool's socket lives in another pid namespace and the kernel would not say which
+    process it is (``/proc`` hidden or absent): a typed subscription reads its CPU twin instead, saying why."""
+
+
 class CudaUnavailableError(Ros2CudaIpcError):
     """CUDA memory was asked for, but no usable driver or device is here."""
 

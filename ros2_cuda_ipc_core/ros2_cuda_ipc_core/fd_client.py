@@ -1,9 +1,10 @@
 """The reader's side of the FD handout: check the socket name, connect, check who answers, receive the pool's fds.
 
 Everything before the connection is free: a descriptor whose socket name is not a pool socket's, or
-disagrees with its own pool id or publisher pid, or whose publisher is not alive, costs no connection.
-Then the instance is held to what the descriptor claims: the process serving the socket (``SO_PEERCRED``)
-must be the publisher its name states, and the header it sends must name that pool id and that publisher.
+disagrees with its own pool id or publisher pid, or whose publisher (of this pid namespace) is not alive, costs
+no connection.  Then the instance is held to what the descriptor claims: the process serving the socket must be
+the publisher its name states, in whichever pid namespace it runs (:mod:`.peer_identity`), and the header it
+sends must name that pool id and that publisher.
 So a same-user process that serves the victim's pool id from a socket of its own, however named, is
 never taken for the victim's pool.  The connection and the answer share one ``timeout``: no import blocks
 a callback longer than that.
@@ -19,9 +20,9 @@ from collections.abc import Iterable
 
 from .descriptor import Descriptor, socket_address
 from .errors import InvalidDescriptorError, PoolIdentityError, PoolUnavailableError
-from .fd_server import peer_credentials
 from .layout import HEADER_SIZE, PoolHeader
-from .socket_names import process_alive, socket_owner
+from .peer_identity import PeerIdentity, verify_server
+from .socket_names import SocketOwner, process_alive, socket_owner
 
 POOL_FD_COUNT = 2  # metadata memfd, block memory
 
@@ -30,43 +31,44 @@ class OtherPoolError(InvalidDescriptorError):
     """The socket answered as a pool, but another one: the descriptor's pool is gone (its socket is fine)."""
 
 
-def check_socket_name(desc: Descriptor) -> int:
+def check_socket_name(desc: Descriptor) -> SocketOwner:
     """Refuse, before any connection, a descriptor whose socket is not named as its own pool's, or whose
-    ``publisher_pid`` is not the pid the name states; that pid."""
+    ``publisher_pid`` is not the pid the name states; what the name states."""
     owner = socket_owner(desc.socket_path)
     if owner is None:
         raise InvalidDescriptorError(f"{desc.pool_name}: the socket is not named as a ros2_cuda_ipc pool's "
-                                     "(@ros2_cuda_ipc/<pid>/<pool id> or .../ros2_cuda_ipc-<pid>-<pool id>.sock)")
-    pid, pool_hex = owner
-    if not desc.pool_id.hex().startswith(pool_hex):
-        raise InvalidDescriptorError(f"{desc.pool_name}: the socket name says pool {pool_hex}, the descriptor "
+                                     "(@ros2_cuda_ipc/<pid>.<pid ns>/<pool id> or "
+                                     ".../ros2_cuda_ipc-<pid>.<pid ns>-<pool id>.sock)")
+    if not desc.pool_id.hex().startswith(owner.pool_hex):
+        raise InvalidDescriptorError(f"{desc.pool_name}: the socket name says pool {owner.pool_hex}, the descriptor "
                                      f"{desc.pool_id.hex()}")
-    if desc.publisher_pid != pid:
+    if desc.publisher_pid != owner.pid:
         raise PoolIdentityError(f"{desc.pool_name}: the descriptor says publisher pid {desc.publisher_pid}, its "
-                                f"socket's name pid {pid}: not that pool's descriptor")
-    return pid
+                                f"socket's name pid {owner.pid}: not that pool's descriptor")
+    return owner
 
 
-def check_publisher_alive(desc: Descriptor, pid: int) -> None:
-    """Refuse a descriptor whose publisher, ``pid`` by its socket's name, is not running."""
-    if not process_alive(pid):
-        raise PoolUnavailableError(f"{desc.pool_name}: its publisher (pid {pid}) is not running")
+def check_publisher_alive(desc: Descriptor, owner: SocketOwner) -> None:
+    """Refuse a descriptor whose publisher, by its socket's name a process of this pid namespace, is not running
+    (one of another namespace is judged once connected: its pid means nothing here)."""
+    if owner.in_this_pid_namespace and not process_alive(owner.pid):
+        raise PoolUnavailableError(f"{desc.pool_name}: its publisher (pid {owner.pid}) is not running")
 
 
 def fetch_pool_fds(desc: Descriptor, allowed_uids: Iterable[int], timeout: float,
-                   server_pid: int | None) -> tuple[PoolHeader, list[int]]:
-    """Ask the pool named by ``desc`` for its header and fds: (header, [metadata_fd, memory_fd]), within ``timeout`` s.
+                   owner: SocketOwner | None) -> tuple[PoolHeader, list[int], str]:
+    """Ask the pool named by ``desc`` for its header and fds within ``timeout`` s: (header, [metadata_fd,
+    memory_fd], how its server's identity was verified).
 
-    ``server_pid``: the pid that must serve the socket (its name's), as this process's pid namespace numbers it;
-    None where the publisher lives in another pid namespace (its credentials then name another numbering).
+    ``owner``: what the socket's name states, which the serving process must be; None checks no pid.
     """
-    sock, header, fds = open_pool_connection(desc, allowed_uids, timeout, server_pid)
+    sock, header, fds, verified = open_pool_connection(desc, allowed_uids, timeout, owner)
     sock.close()  # the end of the handout: the server counts it as closed
-    return header, fds
+    return header, fds, verified
 
 
 def open_pool_connection(desc: Descriptor, allowed_uids: Iterable[int], timeout: float,
-                         server_pid: int | None) -> tuple[socket.socket, PoolHeader, list[int]]:
+                         owner: SocketOwner | None) -> tuple[socket.socket, PoolHeader, list[int], str]:
     """Connect to the pool ``desc`` names, check who serves it, receive its handout: (socket, header, fds).
 
     The socket stays open (blocking, with ``timeout``) for what follows the handout: closing it ends the handout,
@@ -83,13 +85,11 @@ def open_pool_connection(desc: Descriptor, allowed_uids: Iterable[int], timeout:
         try:
             sock.settimeout(timeout)
             sock.connect(address)
-            pid, uid, _gid = peer_credentials(sock)
-            if uid not in {os.getuid(), *allowed_uids}:
+            peer = PeerIdentity.of(sock)
+            if peer.uid not in {os.getuid(), *allowed_uids}:
                 raise PoolUnavailableError(
-                    f"{desc.pool_name} is served by uid {uid}, neither this user nor allow-listed: not trusted")
-            if server_pid is not None and pid != server_pid:
-                raise PoolIdentityError(f"{desc.pool_name} is served by pid {pid}, not by pid {server_pid} its name "
-                                        "states: another process's socket, not that pool's")
+                    f"{desc.pool_name} is served by uid {peer.uid}, neither this user nor allow-listed: not trusted")
+            verified = "not checked" if owner is None else verify_server(sock, peer, owner, desc.pool_name)
             sock.settimeout(max(deadline - time.monotonic(), 0.001))
             data, fds, flags, _ = socket.recv_fds(sock, HEADER_SIZE + 1, POOL_FD_COUNT + 1, socket.MSG_CMSG_CLOEXEC)
             sock.settimeout(timeout)
@@ -120,7 +120,7 @@ def open_pool_connection(desc: Descriptor, allowed_uids: Iterable[int], timeout:
         for fd in fds:
             os.close(fd)
         raise
-    return sock, header, fds
+    return sock, header, fds, verified
 
 
 def _unavailable(desc: Descriptor, exc: OSError) -> PoolUnavailableError:

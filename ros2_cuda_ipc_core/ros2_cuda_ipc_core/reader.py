@@ -47,8 +47,9 @@ class Reader:
     An import (connect and handout) takes at most ``connect_timeout`` seconds; a pool or socket that failed
     to import is not tried again for ``retry_after`` seconds (its descriptors fail at once, counted in
     ``unavailable``), so forged descriptors cost a subscriber one bounded wait each, not one per message.
-    ``check_publisher_pid=False`` skips the checks that a descriptor's publisher pid is running and is the process
-    serving its socket, for a publisher in another pid namespace.
+    A publisher in another pid namespace (a container) is read like any other: its socket's name states its pid
+    namespace, and the process serving it is held to that (:mod:`.peer_identity`).  ``check_publisher_pid=False``
+    skips the checks that a descriptor's publisher pid is running and is the process serving its socket.
 
     Imports are cached per pool *instance* (:attr:`Descriptor.instance`: pool id, socket, publisher pid), never by
     pool id alone, which every descriptor on DDS makes public: a descriptor is served only from the instance it
@@ -199,13 +200,15 @@ class Reader:
 
     def _import(self, desc: Descriptor) -> ImportedPool:
         """Import another process's pool, unless it (or its socket) failed lately; remember a failure."""
-        publisher_pid = check_socket_name(desc)  # the descriptor's own claims: free to check, never remembered
+        owner = check_socket_name(desc)  # the descriptor's own claims: free to check, never remembered
         self._failed.check(desc.socket_path, desc.pool_name)
         try:
             if self.check_publisher_pid:
-                check_publisher_alive(desc, publisher_pid)
-            header, fds = fetch_pool_fds(desc, self.allowed_uids, self.connect_timeout,
-                                         publisher_pid if self.check_publisher_pid else None)
+                check_publisher_alive(desc, owner)
+            header, fds, verified = fetch_pool_fds(desc, self.allowed_uids, self.connect_timeout,
+                                                   owner if self.check_publisher_pid else None)
+            if not owner.in_this_pid_namespace:  # once per import: a publisher in a container, and how it was known
+                log.info("%s: its publisher lives in another pid namespace: %s", desc.pool_name, verified)
             try:
                 if header.memory == MEMORY_CUDA:  # what the pool says, not the descriptor: a forged 'cuda' decides nothing
                     require_cuda(header.device)  # here, not per read: a cached CUDA pool proves CUDA works

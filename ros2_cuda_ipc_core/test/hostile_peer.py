@@ -213,10 +213,11 @@ def read_with_free_fds(free: str) -> dict:
     return {"error": None}
 
 
-def squat(pool_id: str, victim_pid: str, socket_dir: str) -> dict:
+def squat(pool_id: str, victim_pid: str, socket_dir: str, victim_pid_namespace: str = "") -> dict:
     from core_peer import core_to_json
 
-    from ros2_cuda_ipc_core import BlockManager
+    from ros2_cuda_ipc_core import BlockManager, socket_names
+
 
     victim_id = bytes.fromhex(pool_id)
     urandom, getpid = os.urandom, os.getpid
@@ -224,6 +225,8 @@ def squat(pool_id: str, victim_pid: str, socket_dir: str) -> dict:
     try:
         own = BlockManager(1 << 20, block_count=2, memory="host", reuse_delay=0)
         os.getpid = lambda: int(victim_pid)  # its socket's name, header and descriptors all say the victim's pid
+        if victim_pid_namespace:  # in a pid namespace of its own, its socket's name claims the victim's too
+            socket_names.own_pid_namespace = lambda: int(victim_pid_namespace)
         named_as_victim = BlockManager(1 << 20, block_count=2, memory="host", reuse_delay=0, socket_dir=socket_dir)
     finally:
         os.urandom, os.getpid = urandom, getpid

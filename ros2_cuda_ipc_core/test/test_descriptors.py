@@ -15,6 +15,7 @@ from through_socket import socket_only
 
 from ros2_cuda_ipc_core import BlockManager, InvalidDescriptorError, Reader, Ros2CudaIpcError
 from ros2_cuda_ipc_core.descriptor import Descriptor, socket_address
+from ros2_cuda_ipc_core.socket_names import pool_socket_path
 from ros2_cuda_ipc_msgs.msg import BufferCore
 
 HYPOTHESIS = settings(max_examples=150, deadline=1000, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -111,7 +112,7 @@ class FakePool:
     pool_id = bytes(range(16))
 
     def __init__(self, answer: bytes, fds: list[int], close_early: bool = False, silent: bool = False) -> None:
-        self.path = f"@ros2_cuda_ipc/{os.getpid()}/{self.pool_id.hex()}"
+        self.path = pool_socket_path(self.pool_id, os.getpid(), None)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(socket_address(self.path))
         self.sock.listen(4)

@@ -42,6 +42,7 @@ from ros2_cuda_ipc_core.fd_server import OPEN_PER_IN_FLIGHT
 from ros2_cuda_ipc_core.layout import HEADER_SIZE
 from ros2_cuda_ipc_core.leases import FIRST_BLOCK_LEASE, lock_request
 from ros2_cuda_ipc_core.memfd import future_write_seal_supported
+from ros2_cuda_ipc_core.socket_names import pool_socket_path
 
 HERE = Path(__file__).parent
 HOSTILE = str(HERE / "hostile_peer.py")
@@ -408,11 +409,11 @@ def test_a_reader_exiting_with_a_handle_open_exits_quietly():
 def test_stale_socket_files_of_dead_publishers_are_removed_at_start(short_tmp_path):
     dead_pid = subprocess.Popen(["true"])  # its pid is free once it is reaped
     dead_pid.wait()
-    stale = short_tmp_path / f"ros2_cuda_ipc-{dead_pid.pid}-{'ab' * 8}.sock"
+    stale = short_tmp_path / os.path.basename(pool_socket_path(b"\xab" * 16, dead_pid.pid, '/'))
     leftover = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     leftover.bind(str(stale))
     leftover.close()  # a SIGKILLed publisher leaves its file like this
-    alive = short_tmp_path / f"ros2_cuda_ipc-{os.getpid()}-{'cd' * 8}.sock"
+    alive = short_tmp_path / os.path.basename(pool_socket_path(b"\xcd" * 16, os.getpid(), '/'))
     listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listening.bind(str(alive))
     listening.listen(1)
@@ -421,7 +422,7 @@ def test_stale_socket_files_of_dead_publishers_are_removed_at_start(short_tmp_pa
     try:
         with BlockManager(4096, block_count=1, memory="host", socket_dir=short_tmp_path) as pool:
             assert not stale.exists() and alive.exists() and unrelated.exists()
-            assert Path(pool.socket_path).exists() and f"-{os.getpid()}-" in pool.socket_path
+            assert Path(pool.socket_path).exists() and f"-{os.getpid()}." in pool.socket_path
         assert not Path(pool.socket_path).exists()
     finally:
         listening.close()
@@ -444,7 +445,7 @@ class SilentPool:
     """A socket named as pool ``pool_id``'s that accepts and never answers; counts its connections."""
 
     def __init__(self, pool_id: bytes, pid: int | None = None) -> None:
-        self.path = f"@ros2_cuda_ipc/{os.getpid() if pid is None else pid}/{pool_id.hex()}"
+        self.path = pool_socket_path(pool_id, os.getpid() if pid is None else pid, None)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(socket_address(self.path))
         self.sock.listen(64)
@@ -541,7 +542,7 @@ def test_a_duck_typed_core_with_a_huge_int_pool_id_is_refused_without_allocating
 
     from ros2_cuda_ipc_core.descriptor import Descriptor
 
-    core = type("Core", (), {"socket_path": "@ros2_cuda_ipc/1/" + "0" * 32, "pool_id": 800_000_000, "block_id": 0,
+    core = type("Core", (), {"socket_path": pool_socket_path(bytes(16), 1, None), "pool_id": 800_000_000, "block_id": 0,
                              "uid": 1, "publisher_pid": 1, "memory": 0, "device_id": 0, "event_handle": bytes(64),
                              "byte_size": 1})()
     tracemalloc.start()

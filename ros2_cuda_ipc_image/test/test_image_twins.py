@@ -15,6 +15,7 @@ from spinning import received, spin_until, spinning
 from std_msgs.msg import Header
 
 from ros2_cuda_ipc_core import jpeg_backend
+from ros2_cuda_ipc_core.socket_names import pool_socket_path
 from ros2_cuda_ipc_image import ImagePublisher, ImageSubscription, compressed_format
 
 HEIGHT, WIDTH = 48, 64
@@ -148,7 +149,7 @@ def unreachable_copy(msg):
 
     pool_id = bytes([7] * 16)
     other = GpuImage(header=msg.header, dtype=msg.dtype, shape=msg.shape, strides=msg.strides, encoding=msg.encoding)
-    other.core = type(msg.core)(socket_path=f"@ros2_cuda_ipc/{os.getpid()}/{pool_id.hex()}", pool_id=list(pool_id),
+    other.core = type(msg.core)(socket_path=pool_socket_path(pool_id, os.getpid(), None), pool_id=list(pool_id),
                                 block_id=0, uid=msg.core.uid, publisher_pid=os.getpid(), memory=msg.core.memory,
                                 byte_size=msg.core.byte_size)
     return other

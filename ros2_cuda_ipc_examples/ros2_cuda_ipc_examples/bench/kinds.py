@@ -11,8 +11,8 @@ import numpy as np
 
 from .payloads import Payload
 
-#: A real descriptor's socket path length ("@ros2_cuda_ipc/<pid>/<pool id>"), for the floor's messages.
-FLOOR_SOCKET_PATH = f"@ros2_cuda_ipc/{0:7d}/{'0' * 32}"
+#: A real descriptor's socket path length ("@ros2_cuda_ipc/<pid>.<pid ns>/<pool id>"), for the floor's messages.
+FLOOR_SOCKET_PATH = f"@ros2_cuda_ipc/{0:7d}.{0:10d}/{'0' * 32}"
 
 
 class ImageKind:
