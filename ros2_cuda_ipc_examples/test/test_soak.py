@@ -1,10 +1,13 @@
 """The soak tool: a one-minute run on host memory in CI, its frame check, its arguments, and its Ctrl-C."""
 
+import json
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -41,6 +44,9 @@ def test_sigterm_ends_the_soak_with_its_table_and_status_0_and_the_logs_where_as
     out, err = soak.communicate(timeout=60)
     assert soak.returncode == 0, out + err
     assert "stopped by SIGTERM" in out and "role" in out and "Traceback" not in err
+    last = out.strip().splitlines()[-1]  # before: "soak: OK", as if the five minutes had passed
+    assert last.startswith("soak: INTERRUPTED by SIGTERM after ") and "partial results, not a pass" in last, out
+    assert "soak: OK" not in out
     assert sorted(path.name for path in logs.glob("publisher0-*.log")), list(logs.iterdir())  # kept: the user's own
 
 
@@ -110,3 +116,52 @@ def test_help_lists_the_pipeline_soak_and_every_pipeline_it_takes():
     entry = out.stdout[out.stdout.index("\n  --pipeline"):]
     assert all(name in entry.split("\n  --")[1] for name in PIPELINES), entry
     assert "soak --pipeline fanout --help" in " ".join(entry.split())
+
+
+def test_pipeline_soak_usage_names_pipeline_once():
+    """Before: 'usage: soak --pipeline [-h] --pipeline {fanout,lidar} ...'."""
+    out = subprocess.run([*SOAK, "--pipeline", "foo"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.startswith("usage: soak [-h] [--version] --pipeline {fanout,lidar}"), out.stderr
+    assert out.stderr.count("--pipeline") == 2, out.stderr  # the usage's and the error's
+    assert out.stderr.strip().splitlines()[-1] == ("soak: error: argument --pipeline: invalid choice: 'foo' "
+                                                   "(choose from 'fanout', 'lidar')")
+
+
+def test_pipeline_soak_refuses_a_frame_size_with_a_zero_too_many():
+    out = subprocess.run([*SOAK, "--pipeline", "fanout", "--size", "100000x100000"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2 and "above the largest fanout frame" in out.stderr.strip().splitlines()[-1], out.stderr
+
+
+def test_the_soak_s_default_output_is_ignored_by_git():
+    repo = Path(__file__).resolve().parents[2]
+    if shutil.which("git") is None or not (repo / ".git").exists():
+        pytest.skip("not a git checkout")
+    out = subprocess.run(["git", "check-ignore", "-q", "soak-output/pipeline-summary.json"], cwd=repo, timeout=30)
+    assert out.returncode == 0, "soak-output/ is not in .gitignore"
+
+
+@pytest.mark.timeout(240)
+def test_ctrl_c_ends_a_pipeline_soak_as_interrupted_with_its_summary_and_only_this_run_s_logs(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "voxel.log").write_text("a lidar soak's node, from an earlier run into this --out\n")
+    soak = subprocess.Popen([*SOAK, "--pipeline", "fanout", "--minutes", "5", "--memory", "host", "--seed", "3",
+                             "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (tmp_path / "preview.png").exists():  # frames flow
+            assert soak.poll() is None, soak.communicate()
+            time.sleep(0.2)
+        soak.send_signal(signal.SIGINT)
+        out, err = soak.communicate(timeout=120)
+    finally:
+        soak.kill()
+    assert soak.returncode == 0, out + err
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("soak: INTERRUPTED after ") and "partial results, not a pass" in last, out
+    assert "soak: OK" not in out and "Traceback" not in err, out + err
+    assert "removed 1 node logs of an earlier run" in out
+    assert not (tmp_path / "logs" / "voxel.log").exists() and (tmp_path / "logs" / "camera.log").exists()
+    summary = json.loads((tmp_path / "pipeline-summary.json").read_text())
+    assert summary["interrupted"] and summary["soak"]["verdict"] == "interrupted"

@@ -31,14 +31,14 @@ from typing import Any
 
 from ros2_cuda_ipc_tools import STACKS_SIGNAL
 
-from ..pipelines.arguments import parse_size
+from ..pipelines.arguments import check_size, parse_size
 from ..pipelines.definitions import PIPELINES, PipelineOptions
 from ..pipelines.live_table import StatsTable
-from ..pipelines.runner import STOP_TIMEOUT, PipelineFailed, run_pipeline
+from ..pipelines.runner import STOP_TIMEOUT, PipelineFailed, run_pipeline, write_summary
 from ..pipelines.stacks import native_stacks
 from .process_usage import process_usage
 
-__all__ = ["PipelineSoak", "SoakFailed", "main", "parse_args", "run_pipeline_soak"]
+__all__ = ["PipelineSoak", "SoakFailed", "clear_node_logs", "main", "parse_args", "run_pipeline_soak"]
 
 KILL_EVERY = (3.0, 7.0)  # s between kills, uniformly at random
 SAMPLE_EVERY = 1.0  # s between samples of every process
@@ -222,7 +222,7 @@ def gpu_memory_by_pid() -> dict[int, float]:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     from ros2_cuda_ipc_core import tool_parser
 
-    parser = tool_parser(__name__, __doc__, prog="soak --pipeline")
+    parser = tool_parser(__name__, __doc__, prog="soak")  # the usage line names --pipeline itself
     parser.add_argument("--pipeline", choices=sorted(PIPELINES), required=True, help="which example pipeline")
     parser.add_argument("--minutes", type=float, default=10.0, help="how long to run (fractions allowed)")
     parser.add_argument("--memory", choices=["auto", "host", "cuda"], default="auto")
@@ -237,6 +237,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error(f"--minutes must be > 0, got {args.minutes:g}")
     if not 0 < args.fps <= 1000:
         parser.error(f"--fps must be in (0, 1000], got {args.fps:g}")
+    check_size(parser, args.size, args.pipeline)
     return args
 
 
@@ -257,12 +258,18 @@ def run_pipeline_soak(args: argparse.Namespace) -> int:
     options = PipelineOptions(width, height, args.fps, memory, 0, 0.0, f"/soak_{args.pipeline}", args.out, block_count=8)
     pipeline = PIPELINES[args.pipeline](options)
     soak = PipelineSoak(random.Random(args.seed), args.minutes * 60.0)
+    removed = clear_node_logs(args.out)
     print(f"soak: {args.pipeline} pipeline, {width}x{height} at {args.fps:g} fps, {memory} memory ({why}), "
           f"{args.minutes:g} min, a random node killed every {KILL_EVERY[0]:g}-{KILL_EVERY[1]:g} s", flush=True)
+    if removed:
+        print(f"soak: removed {removed} node logs of an earlier run from {args.out / 'logs'}", flush=True)
+    started = time.monotonic()
     try:
         summary = run_pipeline(pipeline, options, stream=None, restart="always", watcher=soak)
     except PipelineFailed as exc:
         print(f"soak: FAIL: {exc}")
+        if exc.summary is not None:
+            write_summary({**exc.summary, "soak": _soak_summary(soak, exc.reason)}, args.out)
         _print_growth(soak)
         return 1
     _print_growth(soak)
@@ -270,20 +277,47 @@ def run_pipeline_soak(args: argparse.Namespace) -> int:
     print(f"soak: {summary['frames_published']} frames published; checked: {checked}; kills: "
           f"{', '.join(f'{name} {count}' for name, count in sorted(soak.kills.items())) or 'none'}; "
           f"restarts: {sum(summary['restarts'].values())}")
-    failures = [row for row in soak.growth() if not row[4]]
-    if summary["interrupted"] and not soak.over:
-        print("soak: interrupted")
+    verdict = _verdict(soak, summary)
+    write_summary({**summary, "soak": _soak_summary(soak, verdict)}, args.out)
+    if verdict == "interrupted":  # a stop is exit status 0, as for every tool; but a partial run is no pass
+        print(f"soak: INTERRUPTED after {time.monotonic() - started:.0f} of {args.minutes * 60:.0f} s: partial "
+              f"results, not a pass; summary and node logs in {args.out}")
         return 0
+    print(f"soak: {verdict}")
+    return 0 if verdict == "OK" else 1
+
+
+def _verdict(soak: PipelineSoak, summary: dict[str, Any]) -> str:
+    """'OK', 'interrupted' (stopped before its time was up), or 'FAIL: ' and why."""
+    if summary["interrupted"] and not soak.over:
+        return "interrupted"
     hung = {name: code for name, code in summary["exit_codes"].items() if code != 0}
     if hung:
-        print(f"soak: FAIL: did not end on SIGINT within the runner's stop timeout (exit codes): {hung}")
-        return 1
+        return f"FAIL: did not end on SIGINT within the runner's stop timeout (exit codes): {hung}"
+    failures = [row for row in soak.growth() if not row[4]]
     if not summary["ok"] or failures:
         grown = ", ".join(f"{name} {metric}" for name, metric, *_ in failures)
-        print(f"soak: FAIL: {'growth in ' + grown if failures else 'a consumer checked nothing'}")
-        return 1
-    print("soak: OK")
-    return 0
+        return f"FAIL: {'growth in ' + grown if failures else 'a consumer checked nothing'}"
+    return "OK"
+
+
+def _soak_summary(soak: PipelineSoak, verdict: str) -> dict[str, Any]:
+    """What the soak adds to the runner's summary: its verdict, kills and growth table."""
+    return {"verdict": verdict, "kills": dict(soak.kills),
+            "growth": [{"node": name, "metric": metric, "first": first, "last": last, "ok": ok}
+                       for name, metric, first, last, ok in soak.growth()]}
+
+
+def clear_node_logs(out: Path) -> int:
+    """Remove an earlier run's node logs (and stacks) from ``out/logs``: a reused ``--out`` then holds this run's
+    only.  How many files went."""
+    removed = 0
+    for pattern in ("*.log", "*.stacks.txt"):
+        for path in (out / "logs").glob(pattern):
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed += 1
+    return removed
 
 
 def _print_growth(soak: PipelineSoak) -> None:

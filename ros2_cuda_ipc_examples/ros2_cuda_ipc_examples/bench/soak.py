@@ -16,7 +16,7 @@ against the median of the last window (growth across restarts), and the median o
 processes of each one's last sample against its first after start-up (growth within a life:
 readers live seconds).  Noise is a floor per metric (DDS discovery and Python's allocator move
 fd counts and RSS a little) or a fraction of the baseline, whichever is larger.  Ctrl-C ends the
-run early: the table is printed, exit status 0.
+run early: the table is printed, its last line says the run was interrupted (partial, no pass), exit status 0.
 """
 
 from __future__ import annotations
@@ -519,7 +519,12 @@ class Soak:
             failures.append("no frame was verified")
         for failure in failures:
             out.write(f"FAIL: {failure}\n")
-        out.write("soak: OK\n" if not failures else f"soak: FAILED ({len(failures)} problems); logs in {self.logs}\n")
+        if interrupted:  # a stop is exit status 0, as for every tool; but a partial run is no pass
+            found = f"{len(failures)} problems seen so far" if failures else "no problem seen so far"
+            out.write(f"soak: INTERRUPTED by {self.stopped_by} after {duration:.0f} of {self.args.minutes * 60:.0f} s: "
+                      f"partial results, not a pass ({found}); logs in {self.logs}\n")
+        else:
+            out.write("soak: OK\n" if not failures else f"soak: FAILED ({len(failures)} problems); logs in {self.logs}\n")
         out.flush()
         return not failures
 
@@ -534,7 +539,7 @@ def supervise(args: argparse.Namespace) -> int:
     soak = Soak(args, sys.stdout)
     interrupted = soak.run()
     passed = soak.report(interrupted)
-    if passed and not soak.keep_logs:
+    if passed and not interrupted and not soak.keep_logs:
         shutil.rmtree(soak.logs, ignore_errors=True)
     return 0 if passed or interrupted else 1
 

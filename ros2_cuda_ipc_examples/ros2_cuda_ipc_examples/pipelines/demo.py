@@ -101,7 +101,8 @@ def run_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     _say(f"summary: {path}")
     if interrupted_in is not None:  # a stop is exit code 0, as for every tool; but it is no pass
         left = "the comparison stages did not run" if interrupted_in == 1 else "the comparison is incomplete"
-        _say(f"INTERRUPTED in stage {interrupted_in}/3: not a complete run, so not judged; {left}")
+        _say(f"INTERRUPTED in stage {interrupted_in}/3: not a complete run: the figures above are partial, it "
+             f"is not a pass, and no verdict is given; {left}")
         return 0
     ok = summary["ok"] and all(stage["ok"] for stage in summary["hop"].values())
     hops_failed = [f"the {name} hop failed" for name, stage in summary["hop"].items() if not stage["ok"]]
