@@ -8,14 +8,15 @@ played, and every way the metadata disagrees with them is one line of :attr:`Bag
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rosbags.rosbag2 import Reader
+from ros2_cuda_ipc_core import DEFAULT_MAX_FRAME_BYTES
 
 from .bag_errors import BagError
+from .bounded_mcap import ChunkBounds, open_reader
 
 __all__ = ["BagSource", "BagTopicInfo", "one_line"]
 
@@ -36,15 +37,21 @@ class BagTopicInfo:
 
 
 class BagSource:
-    """An open bag; ``topics`` (empty: all) picks topics, every name must be in the bag."""
+    """An open bag; ``topics`` (empty: all) picks topics, every name must be in the bag.  Its MCAP chunks are read
+    within the bounds of a player that refuses frames past ``max_frame_bytes`` (:mod:`.bounded_mcap`); ``say``
+    gets the one line of a lie that costs only the order of the messages."""
 
-    def __init__(self, path: str | Path, topics: Sequence[str] = ()) -> None:
+    def __init__(self, path: str | Path, topics: Sequence[str] = (), *,
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, say: Callable[[str], None] = lambda line: None) -> None:
         self.path = Path(path)
+        _refuse_a_folder_that_is_not_a_bag(self.path)
         try:
-            self._reader = Reader(self.path)
+            self._reader = open_reader(self.path, ChunkBounds.for_frames(max_frame_bytes), say)
             self._reader.open()
         except FileNotFoundError:
             raise BagError(f"{self.path}: no such bag") from None
+        except BagError as exc:
+            raise BagError(f"{self.path}: {exc}") from None
         except Exception as exc:  # rosbags' ReaderError, YAML errors, and what a corrupt file makes its parsers raise
             raise BagError(f"{self.path}: not a readable rosbag2 bag ({one_line(exc)})") from None
         storages = getattr(self._reader.storage, "storages", None)  # one reader per file of a bag directory
@@ -96,6 +103,20 @@ class BagSource:
 
     def close(self) -> None:
         self._reader.close()
+
+
+def _refuse_a_folder_that_is_not_a_bag(path: Path) -> None:
+    """A folder without ``metadata.yaml`` is not a bag: say what it lacks (and which storage files it has)."""
+    if not path.is_dir() or (path / "metadata.yaml").exists():
+        return
+    try:
+        files = sorted(p.name for p in path.iterdir() if p.suffix in (".mcap", ".db3"))
+    except OSError as exc:
+        raise BagError(f"{path}: not a bag ({exc.strerror})") from None
+    if files:
+        raise BagError(f"{path}: not a bag (no metadata.yaml); play one of its files: {', '.join(files[:3])}"
+                       f"{' ...' if len(files) > 3 else ''}")
+    raise BagError(f"{path}: not a bag (no metadata.yaml, no .mcap or .db3 file)")
 
 
 def _topics(stored: Sequence[Any]) -> dict[str, BagTopicInfo]:

@@ -30,6 +30,8 @@ from .uploads import PoolUpload
 
 __all__ = ["main", "parse_args"]
 
+#: Seconds of waiting for subscribers after which the topics still without one are named.
+_SAY_NONE_AFTER = 1.0
 _POOLED = {"sensor_msgs/msg/Image": ImageRepublisher, "sensor_msgs/msg/PointCloud2": CloudRepublisher}
 
 
@@ -172,22 +174,36 @@ class _Player:
         publisher, and the graph has been seen: each topic has a subscriber (steady for 0.3 s), or other nodes are
         known and the topics without one stay so for 1 s.  Discovering the processes already running took
         1.5 to 3 s from a fresh process on a loaded 2-core machine (0.1 s on a quiet one); with no other node on
-        the graph the whole wait is spent, since nothing tells "none" from "not seen yet"."""
-        deadline = time.monotonic() + seconds
+        the graph the whole wait is spent, since nothing tells "none" from "not seen yet".  Topics still without
+        a subscriber after ``_SAY_NONE_AFTER`` s are named (one line), so a wait is never silent."""
+        started = time.monotonic()
+        deadline = started + seconds
         steady_since: float | None = None
+        said = False
         while time.monotonic() < deadline:
             counts = [(self.node.count_subscribers(r.topic), r.subscription_count())
                       for r in self.republishers.values()]
             everyone = all(graph > 0 for graph, _ in counts)
             seen = everyone or len(self.node.get_node_names_and_namespaces()) > 1
             now = time.monotonic()
+            if not said and now - started >= _SAY_NONE_AFTER and not everyone:
+                said = True
+                _say(f"no subscriber yet on {self._without_subscriber()}: waiting up to {deadline - now:.1f} s more "
+                     "for one already running (--wait-for-matched 0 plays at once)")
             if not seen or any(graph > matched for graph, matched in counts):
                 steady_since = None
             elif steady_since is None:
                 steady_since = now
             elif now - steady_since >= (0.3 if everyone else 1.0):
-                return
+                break
             time.sleep(0.05)
+        if said and any(self.node.count_subscribers(r.topic) == 0 for r in self.republishers.values()):
+            _say(f"playing with no subscriber on {self._without_subscriber()}")
+
+    def _without_subscriber(self) -> str:
+        """The output topics the graph shows no subscriber on (three named, then a count)."""
+        topics = [r.topic for r in self.republishers.values() if self.node.count_subscribers(r.topic) == 0]
+        return ", ".join(topics[:3]) + (f" and {len(topics) - 3} more" if len(topics) > 3 else "")
 
     def wait_for_subscribers(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
@@ -219,7 +235,7 @@ class _Player:
 
     def _from_start(self) -> Iterator[tuple[str, str, int, bytes]]:
         """The bag's messages from ``--start-offset`` after its first one (not after the metadata's start time,
-        which a bag may state wrongly)."""
+        which a bag may state wrongly); BagError when the offset is past the last one."""
         messages = self.source.messages()
         first = next(messages, None)
         if first is None:
@@ -228,7 +244,13 @@ class _Player:
             yield first
             yield from messages
             return
-        yield from self.source.messages(first[2] + int(self.args.start_offset * 1e9))
+        later = self.source.messages(first[2] + int(self.args.start_offset * 1e9))
+        message = next(later, None)
+        if message is None:
+            raise BagError(f"--start-offset {self.args.start_offset:g} s is past the bag's last message "
+                           f"(the bag spans {self.source.duration / 1e9:.3g} s): nothing to play")
+        yield message
+        yield from later
 
     def close(self) -> None:
         for republisher in self.republishers.values():
@@ -240,7 +262,7 @@ def play(args: argparse.Namespace) -> int:
     import rclpy
     from rclpy.signals import SignalHandlerOptions
 
-    source = BagSource(args.bag, args.topics)
+    source = BagSource(args.bag, args.topics, max_frame_bytes=args.max_frame_bytes, say=_say)
     for line in source.disagreements:
         _say(line)
     # No command line for rcl: it would read a NEW:=OLD of --remap as a deprecated remapping rule and warn.
