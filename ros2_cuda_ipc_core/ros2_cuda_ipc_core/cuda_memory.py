@@ -1,15 +1,18 @@
-"""CUDA memory classes: a publisher's exportable blocks with their ready events, and a reader's import.
+"""CUDA memory classes: a publisher's exportable blocks with their readiness signals, and a reader's import.
 
 Publisher: ``cuMemCreate`` with the POSIX-fd handle type, mapped read-write, exported once as an
-fd that the pool's FD server hands out; one interprocess event per block, recorded on the
-producer's stream at publish.  Reader: ``cuMemImportFromShareableHandle``, mapped read-only where
-the driver allows it, IPC events opened once per block; a read enqueues ``cuStreamWaitEvent`` on
-the consumer's stream and never blocks the host; a release hands the lease to the releaser.
-The driver calls themselves live in ``cuda_context``, ``cuda_vmm`` and ``cuda_releaser``.
+fd that the pool's FD server hands out.  Readiness: the block's timeline slot in the metadata memfd,
+written by the producer's stream at publish (:mod:`.cuda_timeline`), or, where the driver cannot, one
+interprocess event per block recorded there (its handle in the descriptor).  Reader:
+``cuMemImportFromShareableHandle``, mapped read-only where the driver allows it; a read checks the slot
+(or event) on the host and otherwise enqueues a wait on the consumer's stream, never blocking the host;
+a release hands the lease to the releaser.  The driver calls themselves live in ``cuda_context``,
+``cuda_vmm``, ``cuda_timeline`` and ``cuda_releaser``.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import weakref
@@ -23,6 +26,7 @@ from .cuda_array import CudaArray
 from .cuda_context import context_for, driver, on_device
 from .cuda_driver import device_count, driver_call, require_cuda
 from .cuda_releaser import releaser
+from .cuda_timeline import Timeline, close_timeline, timeline_unsupported
 from .cuda_vmm import (
     allocation_prop,
     event_handle_bytes,
@@ -34,32 +38,38 @@ from .cuda_vmm import (
     unmap_memory,
     wait_unless_done,
 )
-from .errors import CudaDriverError, InvalidDescriptorError, Ros2CudaIpcError
-from .layout import MEMORY_CUDA, PoolHeader
+from .errors import CudaDriverError, CudaUnavailableError, InvalidDescriptorError, Ros2CudaIpcError
+from .layout import MEMORY_CUDA, SYNC_EVENTS, SYNC_TIMELINE, PoolHeader
 from .streams import StreamLike, stream_handle
 from .views import check_layout
 
 if TYPE_CHECKING:
     from .descriptor import Descriptor
 
+log = logging.getLogger("ros2_cuda_ipc")
+_NO_HANDLE = np.zeros(64, dtype=np.uint8)  # a timeline pool's descriptors carry no event handle
 
-def _free_cuda(device: int, handle: Any, events: list[Any], mapping: tuple[int, int]) -> None:
-    """Give a publisher's allocation back: wait for the work published on it, then events, mapping, handle."""
+
+def _free_cuda(device: int, handle: Any, events: list[Any], mapping: tuple[int, int], timeline: list[Any]) -> None:
+    """Give a publisher's allocation back: wait for the work published on it, then events, timeline, mapping,
+    handle."""
     cu = driver()
     with on_device(device):
         for event in events:
-            cu.cuEventSynchronize(event)  # the last publication's writes may still be queued
+            cu.cuEventSynchronize(event)  # the last publication's writes (and slot writes) may still be queued
             cu.cuEventDestroy(event)
+        close_timeline(timeline[0])
         unmap_memory(*mapping)
         cu.cuMemRelease(handle)  # readers' imports keep the physical memory alive
 
 
 def _free_import(device: int, events: dict[int, tuple[bytes, Any]], mapping: tuple[int, int],
-                 local: CudaMemory | None) -> None:
+                 local: CudaMemory | None, timeline: Timeline | None) -> None:
     """Give a reader's mapping back (its leases, and so its consumers' work, are already done)."""
     with on_device(device):
         for _, event in events.values():
             driver().cuEventDestroy(event)
+        close_timeline(timeline)
         unmap_memory(*mapping)
     if local is not None:
         local.drop()
@@ -137,7 +147,11 @@ class _CudaBlocks:
 
 
 class CudaMemory(_CudaBlocks):
-    """The publisher's blocks: one exportable VMM allocation, one interprocess ready event per block."""
+    """The publisher's blocks: one exportable VMM allocation, and per block a timeline slot (once
+    :meth:`attach_timeline` registered the pool's metadata) or an interprocess ready event.
+
+    Every block keeps an event either way: with a timeline it is a plain one, recorded after the slot's write,
+    so that closing the pool waits for what was published."""
 
     readonly = False
 
@@ -155,6 +169,8 @@ class CudaMemory(_CudaBlocks):
         self.fd = -1
         self._handle = driver_call(cu.cuMemCreate, self.size, allocation_prop(device), 0)
         self._events: list[Any] = []
+        self._timeline: list[Timeline | None] = [None]  # a box: the finalizer closes what is in it then
+        self.sync = SYNC_EVENTS
         try:
             self.base_address, _ = map_memory(self._handle, self.size, device, read_only=False)
         except BaseException:
@@ -162,22 +178,54 @@ class CudaMemory(_CudaBlocks):
             raise
         # Mapping, handle and events go at close() once no view or same-process import uses them (or with this object).
         self._finalizer = weakref.finalize(self, _free_cuda, device, self._handle, self._events,
-                                           (self.base_address, self.size))
+                                           (self.base_address, self.size), self._timeline)
         try:
             pos_fd = cu.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
             self.fd = int(driver_call(cu.cuMemExportToShareableHandle, self._handle, pos_fd, 0))
-            flags = cu.CUevent_flags.CU_EVENT_INTERPROCESS | cu.CUevent_flags.CU_EVENT_DISABLE_TIMING
-            for _ in range(block_count):
-                self._events.append(driver_call(cu.cuEventCreate, flags))
-            self._event_handles = [np.frombuffer(event_handle_bytes(e), dtype=np.uint8) for e in self._events]
+            self._make_events(block_count, interprocess=True)
         except BaseException:
             self.close()
             raise
 
-    def record_ready(self, block_id: int, stream: StreamLike) -> np.ndarray:
-        """Record block ``block_id``'s ready event on the producer's ``stream``; its IPC handle goes in the descriptor."""
+    def _make_events(self, block_count: int, interprocess: bool) -> None:
+        cu = driver()
+        for event in self._events:
+            cu.cuEventDestroy(event)
+        self._events.clear()
+        flags = cu.CUevent_flags.CU_EVENT_DISABLE_TIMING
+        if interprocess:
+            flags |= cu.CUevent_flags.CU_EVENT_INTERPROCESS
+        for _ in range(block_count):
+            self._events.append(driver_call(cu.cuEventCreate, flags))
+        self._event_handles = ([np.frombuffer(event_handle_bytes(e), dtype=np.uint8) for e in self._events]
+                               if interprocess else [_NO_HANDLE] * block_count)
+
+    def attach_timeline(self, metadata_fd: int, header: PoolHeader) -> int:
+        """Signal readiness through the pool's timeline slots where the driver can (mapping ``metadata_fd``
+        writable: call it before the memfd is sealed); how the pool signals it (``SYNC_*``), said once if not
+        by timeline."""
+        why = timeline_unsupported(self.device)
+        if why is None:
+            try:
+                with on_device(self.device):
+                    self._timeline[0] = Timeline(metadata_fd, header, writable=True)
+                    self._make_events(len(self._events), interprocess=False)
+                self.sync = SYNC_TIMELINE
+                return self.sync
+            except CudaDriverError as exc:
+                why = f"registering its metadata failed: {exc}"
+        log.warning("CUDA pool on device %d: readiness by interprocess events, not timeline values (%s); readers "
+                    "need a /dev/shm shared with this process", self.device, why)
+        return self.sync
+
+    def record_ready(self, block_id: int, uid: int, stream: StreamLike) -> np.ndarray:
+        """Mark block ``block_id``'s publication ``uid`` ready once the producer's ``stream`` gets there: its
+        timeline slot, or its ready event (whose IPC handle, returned, goes in the descriptor)."""
         handle = stream_handle(stream)
         with context_for(handle, self.device):
+            timeline = self._timeline[0]
+            if timeline is not None:
+                timeline.signal(block_id, uid, handle)
             driver_call(driver().cuEventRecord, self._events[block_id], handle)
         return self._event_handles[block_id]
 
@@ -200,11 +248,11 @@ class CudaMemory(_CudaBlocks):
 class ImportedCudaMemory(_CudaBlocks):
     """A reader's mapping of a pool's blocks (read-only where the driver allows), and its ready events."""
 
-    def __init__(self, header: PoolHeader, fd: int, local: CudaMemory | None) -> None:
+    def __init__(self, header: PoolHeader, fd: int, local: CudaMemory | None, metadata_fd: int) -> None:
         with on_device(header.device):
-            self._import(header, fd, local)
+            self._import(header, fd, local, metadata_fd)
 
-    def _import(self, header: PoolHeader, fd: int, local: CudaMemory | None) -> None:
+    def _import(self, header: PoolHeader, fd: int, local: CudaMemory | None, metadata_fd: int) -> None:
         cu = driver()
         self._start_lifetime()
         self.device = header.device
@@ -227,14 +275,23 @@ class ImportedCudaMemory(_CudaBlocks):
         self.readonly_enforced = enforced
         self._events: dict[int, tuple[bytes, Any]] = {}
         self._peers: set[int] = set()  # devices granted read access to this mapping (cross-device reads)
-        if local is not None:
-            try:
+        self._timeline: Timeline | None = None
+        self._waited = [0] * header.block_count  # the uid each block's last read waited for: what views order on
+        try:
+            if header.sync == SYNC_TIMELINE:
+                try:
+                    self._timeline = Timeline(metadata_fd, header, writable=False)
+                except CudaDriverError as exc:
+                    raise CudaUnavailableError(f"the pool signals readiness by timeline values, and this process "
+                                               f"could not register them with CUDA: {exc}") from None
+            if local is not None:
                 local.retain()  # the pool's events and allocation serve this import until it closes
-            except BaseException:
-                unmap_memory(self.base_address, self.size)
-                raise
+        except BaseException:
+            close_timeline(self._timeline)
+            unmap_memory(self.base_address, self.size)
+            raise
         self._finalizer = weakref.finalize(self, _free_import, self.device, self._events,
-                                           (self.base_address, self.size), local)
+                                           (self.base_address, self.size), local, self._timeline)
 
     def _ready_event(self, block_id: int, handle: bytes) -> Any:
         if self._local is not None:
@@ -270,8 +327,13 @@ class ImportedCudaMemory(_CudaBlocks):
         """Make ``stream`` wait for the producer's writes to the block; the host does not wait.
 
         Returns whether those writes had finished already (then no consumer stream needs to wait).
-        ``stream`` may be on another device (cross-device reads): a stream can wait on any device's event.
+        ``stream`` may be on another device (cross-device reads): a stream can wait on any device's event, and
+        on the timeline slots, registered for every context.
         """
+        if self._timeline is not None:
+            self._waited[desc.block_id] = desc.uid
+            with context_for(stream, self.device):
+                return self._timeline.wait(desc.block_id, desc.uid, stream)
         event = self._ready_event(desc.block_id, desc.event_handle)
         with context_for(stream, self.device):
             return wait_unless_done(stream, event)
@@ -289,6 +351,10 @@ class ImportedCudaMemory(_CudaBlocks):
         def order_on(stream: int) -> None:
             if stream == ordered_stream:
                 return  # read() made this very stream wait already
+            if self._timeline is not None:
+                with context_for(stream, self.device):
+                    self._timeline.wait(block_id, self._waited[block_id], stream)
+                return
             event = self._local.ready_event(block_id) if self._local is not None else self._events[block_id][1]
             with context_for(stream, self.device):
                 wait_unless_done(stream, event)
@@ -300,7 +366,8 @@ class ImportedCudaMemory(_CudaBlocks):
         releaser().release_after(self.device, stream, release)
 
 
-def import_cuda_memory(header: PoolHeader, fd: int, local: CudaMemory | None) -> ImportedCudaMemory:
-    """A reader's mapping of a pool: from ``fd``, or from ``local``, the pool's own memory in this process."""
+def import_cuda_memory(header: PoolHeader, fd: int, local: CudaMemory | None, metadata_fd: int) -> ImportedCudaMemory:
+    """A reader's mapping of a pool: from ``fd``, or from ``local``, the pool's own memory in this process;
+    its timeline slots mapped from ``metadata_fd`` when it signals readiness by them."""
     require_cuda(header.device)
-    return ImportedCudaMemory(header, fd, local)
+    return ImportedCudaMemory(header, fd, local, metadata_fd)

@@ -49,7 +49,7 @@ class _MappedBlocks:
         window = np.frombuffer(self._bytes[first:first + self._block_size], np.uint8)
         return host_array(window, start - first, limit, shape, dtype, strides, offset)
 
-    def record_ready(self, block_id: int, stream: object) -> np.ndarray:
+    def record_ready(self, block_id: int, uid: int, stream: object) -> np.ndarray:
         """Host writes are done when the writer returns: no event, a zero handle."""
         return _NO_EVENT
 

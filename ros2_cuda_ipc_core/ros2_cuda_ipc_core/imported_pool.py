@@ -63,7 +63,7 @@ class ImportedPool:
             if header.memory == MEMORY_CUDA:
                 from .cuda_memory import import_cuda_memory
 
-                self.memory: Any = import_cuda_memory(header, memory_fd, local_memory)
+                self.memory: Any = import_cuda_memory(header, memory_fd, local_memory, metadata_fd)
             else:
                 self.memory = ImportedHostMemory(memory_fd, header.block_count, header.block_size)
         except BaseException:

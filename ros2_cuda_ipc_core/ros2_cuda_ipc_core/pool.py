@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import mmap
@@ -110,7 +111,8 @@ class BlockManager:
             if kind == MEMORY_CUDA:
                 from .cuda_memory import CudaMemory
 
-                self._memory: CudaMemory | HostMemory = CudaMemory(byte_size, block_count, device)
+                cuda_memory = CudaMemory(byte_size, block_count, device)
+                self._memory: CudaMemory | HostMemory = cuda_memory
             else:
                 self._memory = HostMemory(-(-byte_size // mmap.PAGESIZE) * mmap.PAGESIZE * block_count,
                                           f"ros2_cuda_ipc-{self.pool_id.hex()[:8]}")
@@ -120,6 +122,9 @@ class BlockManager:
                                      block_count, self.block_size, self.publisher_pid)
             self._metadata_fd = create_sealed(f"ros2_cuda_ipc-meta-{self.pool_id.hex()[:8]}", self.header.metadata_size)
             undo.callback(os.close, self._metadata_fd)
+            if kind == MEMORY_CUDA:  # before the seal: the timeline's own mapping is a writable one
+                sync = cuda_memory.attach_timeline(self._metadata_fd, self.header)
+                self.header = dataclasses.replace(self.header, sync=sync)
             self.metadata = Metadata(map_fd(self._metadata_fd, self.header.metadata_size, writable=True), self.header)
             self.metadata.write_header()
             self.leases = LeaseFile(reopen(self._metadata_fd, writable=True))  # write locks need a writable one

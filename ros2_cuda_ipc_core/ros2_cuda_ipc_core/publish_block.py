@@ -100,7 +100,7 @@ class PublishBlock:
             core.byte_size = size
         except AttributeError:
             raise TypeError(f"into= takes a BufferCore (the one inside your message), not {type(into).__name__}") from None
-        core.event_handle = self._memory.record_ready(self.block_id, stream)
+        core.event_handle = self._memory.record_ready(self.block_id, self.uid, stream)
         self._done = True
         self._finish(self.block_id, self.uid, time.monotonic_ns(), size)
         return core

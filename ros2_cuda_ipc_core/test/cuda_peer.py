@@ -43,7 +43,11 @@ def fill_on(stream: cupy.cuda.Stream, ptr: int, n: int, seq: int, spin_ms: float
         _KERNELS.get_function("fill")(((n + 255) // 256,), (256,), (ptr, np.int64(n), np.int64(seq)))
 
 
-def gpu_publisher(count: str, subscribers: str, spin_ms: str) -> dict:
+def gpu_publisher(count: str, subscribers: str, spin_ms: str, sync: str = "auto") -> dict:
+    if sync == "events":  # as on a driver without stream memory operations
+        from ros2_cuda_ipc_core import cuda_memory
+
+        cuda_memory.timeline_unsupported = lambda device: "the test asks for events"
     pool = BlockManager(FRAME_BYTES, block_count=4, memory="cuda", reuse_delay=0)
     stream = cupy.cuda.Stream(non_blocking=True)
     spin = float(spin_ms)
@@ -52,6 +56,7 @@ def gpu_publisher(count: str, subscribers: str, spin_ms: str) -> dict:
         fill_on(stream, block.device_ptr, FRAME_BYTES, seq, spin)
         # prepare_publish only records an event: the host does not wait for the kernel.
         extra["published_before_done"] = extra.get("published_before_done", 0) + (not stream.done)
+        extra["sync"] = pool.header.sync
         return stream
 
     return flow_controlled_publisher(pool, int(count), int(subscribers), fill, "cuda_test")

@@ -47,8 +47,8 @@ def gpu_free_bytes() -> int:
 spawn = partial(spawn_peer, PEER)
 
 
-def run_pipeline(count: int, spin_ms: float) -> tuple[dict, list[dict]]:
-    return run_peers(PEER, ["gpu-publisher", str(count), "2", str(spin_ms)],
+def run_pipeline(count: int, spin_ms: float, sync: str = "auto") -> tuple[dict, list[dict]]:
+    return run_peers(PEER, ["gpu-publisher", str(count), "2", str(spin_ms), sync],
                      [["gpu-subscriber", "sub_torch", "torch", str(count)],
                       ["gpu-subscriber", "sub_cupy", "cupy", str(count)]], publisher_timeout=170)
 
@@ -62,8 +62,16 @@ def test_500_frames_to_torch_and_cupy_processes():
     assert torch_out["shape_ok"]
 
 
-def test_slow_producer_is_waited_for_on_the_consumer_stream():
-    published, outs = run_pipeline(12, 50)
+@pytest.mark.parametrize("sync", ["auto", "events"])
+def test_slow_producer_is_waited_for_on_the_consumer_stream(sync):
+    """A 50 ms kernel before each fill, no host sync at publish: no reader ever sees a torn frame, by timeline
+    values where the driver has stream memory operations (it does on every GPU this runs on) or by events."""
+    from ros2_cuda_ipc_core.cuda_timeline import timeline_unsupported
+    from ros2_cuda_ipc_core.layout import SYNC_EVENTS, SYNC_TIMELINE
+
+    published, outs = run_pipeline(12, 50, sync)
+    expected = SYNC_TIMELINE if sync == "auto" and timeline_unsupported(0) is None else SYNC_EVENTS
+    assert published["extra"]["sync"] == expected
     assert published["extra"]["published_before_done"] == 12  # the host never waited for the kernel
     for out in outs:
         assert out["errors"] == [] and out["verified"] == 12
