@@ -9,10 +9,13 @@ process (``--compose``: one), and reads every node's own CPU counters and latenc
 camera's stamp in the steady state (after each node's warm-up frames). Per transport it prints the
 CPU of a camera and of a reader per frame, the whole pipeline's CPU as cores, the readers' latency
 p50 / p99 and the frames checked; ``multicam.json`` under ``--out`` keeps the pipeline summaries.
+Ctrl-C or SIGTERM ends it within a second: the transport that runs is cut (its nodes killed), no other
+starts, and ``multicam.json`` says so (``partial``: which transports completed, which was cut, which never ran).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -21,12 +24,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ros2_cuda_ipc_core import run_tool, tool_parser
+from ros2_cuda_ipc_core import run_tool, stop_reason, tool_parser
 
 from ..pipelines.arguments import add_pipeline_arguments, pipeline_options, positive_number
-from ..pipelines.definitions import multicam
+from ..pipelines.definitions import PipelineOptions, multicam
 from ..pipelines.runner import PipelineFailed, run_pipeline
 from . import plots
+from .quick_stop import QuickStop
 
 __all__ = ["TRANSPORTS", "main", "multicam_row", "print_rows"]
 
@@ -87,25 +91,78 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode = "composed" if args.compose else "separate processes"
     print(f"multicam: {args.cameras} cameras x {args.readers} readers, {base.width}x{base.height} at {base.fps:g} fps, "
           f"{base.memory} memory ({why}), {mode}, {args.seconds:g} s a transport", flush=True)
-    summaries = {}
-    for transport in dict.fromkeys(args.transports):
-        options = replace(base, namespace=f"{base.namespace}_{transport.replace('-', '_')}", out_dir=base.out_dir / transport)
+    stop = QuickStop()
+    with stop.armed():
         try:
-            summaries[transport] = run_pipeline(multicam(options, transport, args.cameras, args.readers), options,
-                                                compose=args.compose, stream=None)
-        except PipelineFailed as exc:
-            print(f"multicam: {TRANSPORTS[transport]}: FAILED: {exc}", file=sys.stderr)
+            summaries = run_transports(args, base, stop)
+        except PipelineFailed:
             return 1
     rows = {transport: multicam_row(summary, base.fps) for transport, summary in summaries.items()}
     print_rows(rows)
+    record: dict[str, Any] = {"rows": rows, "summaries": summaries}
+    if stop.by is not None:
+        record["partial"] = partial_record(stop.by, list(dict.fromkeys(args.transports)), summaries)
     path = base.out_dir / "multicam.json"
-    path.write_text(json.dumps({"rows": rows, "summaries": summaries}, indent=1) + "\n")
-    print(f"multicam: {path}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    if stop.by is not None:
+        print(f"multicam: interrupted by {stop.by}: {partial_text(record['partial'])}; wrote {path} "
+              "(marked partial; no plot)", flush=True)
+        return 0
+    print(f"multicam: wrote {path}", flush=True)
     if plots.matplotlib_missing() is None:
         title = (f"{args.cameras} cameras x {args.readers} readers, {base.width}x{base.height} at {base.fps:g} fps, "
                  f"{base.memory} memory")
-        print(f"multicam: {plots.draw_multicam(rows, TRANSPORTS, title, base.out_dir)}")
+        try:
+            print(f"multicam: wrote {plots.draw_multicam(rows, TRANSPORTS, title, base.out_dir)}", flush=True)
+        except KeyboardInterrupt as stopped:
+            print(f"multicam: interrupted by {stop_reason(stopped)} while plotting: no plot (the table and {path} "
+                  "are whole)", flush=True)
+            return 0
     return 0 if all(row["ok"] for row in rows.values()) else 1
+
+
+def run_transports(args: argparse.Namespace, base: PipelineOptions, stop: QuickStop) -> dict[str, dict[str, Any]]:
+    """Each transport's pipeline in turn, until the last or a stop, which cuts the one that runs (its summary has
+    ``cut_by``) and starts no other: the summaries of those that ran."""
+    summaries: dict[str, dict[str, Any]] = {}
+    for transport in dict.fromkeys(args.transports):
+        options = replace(base, namespace=f"{base.namespace}_{transport.replace('-', '_')}",
+                          out_dir=base.out_dir / transport)
+        stop.new_pipeline()
+        try:
+            summary = run_pipeline(multicam(options, transport, args.cameras, args.readers), options,
+                                   compose=args.compose, stream=None, watcher=stop.watcher)
+        except PipelineFailed as exc:
+            if not stop.stopped():
+                print(f"multicam: {TRANSPORTS[transport]}: FAILED: {exc}", file=sys.stderr)
+                raise
+            if exc.summary is None or "nodes" not in exc.summary:  # no summary made: nothing to keep of it
+                break
+            summary = {**exc.summary, "failure": None, "interrupted": True}  # its nodes killed by the stop
+        except KeyboardInterrupt:  # a stop before the runner started a node: nothing ran
+            break
+        summaries[transport] = summary
+        if summary["interrupted"]:
+            summary["cut_by"] = stop.by = stop.by or "Ctrl-C"
+        if stop.stopped():  # cut, or a stop as its nodes were stopped after their run (the runner took that one)
+            break
+    return summaries
+
+
+def partial_record(stopped_by: str, planned: list[str], summaries: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What multicam.json says of a stopped run: which transports ran to their end, which was cut, which never ran."""
+    cut = [name for name, summary in summaries.items() if summary.get("cut_by")]
+    return {"stopped_by": stopped_by, "completed": [name for name in summaries if name not in cut], "cut": cut,
+            "skipped": [name for name in planned if name not in summaries]}
+
+
+def partial_text(partial: dict[str, Any]) -> str:
+    """The partial record in words, transports by their labels."""
+    def names(key: str) -> str:
+        return ", ".join(TRANSPORTS[name] for name in partial[key]) or "none"
+
+    return f"completed: {names('completed')}; cut short: {names('cut')}; not run: {names('skipped')}"
 
 
 def print_rows(rows: dict[str, dict[str, Any]]) -> None:
