@@ -26,6 +26,7 @@ from .cli import number_argument, run_bag_tool
 from .message_types import MessageTypes, rclpy_class
 from .play_timing import PlayClock
 from .republishers import CloudRepublisher, ImageRepublisher, RawRepublisher, Republisher
+from .topic_names import full_topic_name
 from .uploads import PoolUpload
 
 __all__ = ["main", "parse_args"]
@@ -110,17 +111,7 @@ def _say(line: str) -> None:
 
 def _output_topic(node: Any, topic: str, remap: dict[str, str]) -> str:
     """The name ``topic`` is published as; BagError (the topic is skipped) for a name no ROS topic can have."""
-    from rclpy.exceptions import InvalidTopicNameException
-    from rclpy.validate_full_topic_name import validate_full_topic_name
-
-    name = remap.get(topic, topic)
-    try:
-        name = node.resolve_topic_name(name)
-        validate_full_topic_name(name)
-    except (InvalidTopicNameException, ValueError, RuntimeError) as exc:
-        reason = (str(exc).splitlines() or [type(exc).__name__])[0].split(", at /")[0]  # rcl's source line left out
-        raise BagError(f"{name[:120]!r} is not a valid topic name ({reason})") from None
-    return name
+    return full_topic_name(remap.get(topic, topic), node.resolve_topic_name)
 
 
 class _Player:

@@ -29,6 +29,7 @@ from .bag_errors import BagError
 from .cli import number_argument, run_bag_tool
 from .recordings import JpegEncoder
 from .split_writer import STORAGES, SplitBagWriter
+from .topic_names import full_topic_name
 
 __all__ = ["main", "parse_args"]
 
@@ -42,7 +43,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("-s", "--storage", choices=sorted(STORAGES), default="mcap", help="storage (default mcap)")
     parser.add_argument("--compressed", action="store_true",
                         help="GpuImage topics as JPEG sensor_msgs/CompressedImage (the fallback twins' encoder)")
-    parser.add_argument("--jpeg-quality", type=bounded_number(int, 1, 100), default=90, metavar="1..100")
+    parser.add_argument("--jpeg-quality", type=bounded_number(int, 1, 100), default=90, metavar="1..100",
+                        help="JPEG quality of --compressed images, 1 (smallest) to 100 (best) (default 90)")
     parser.add_argument("-b", "--max-bag-size", type=number_argument(int), default=0, metavar="BYTES",
                         help="start a new file past this many bytes (0: never)")
     parser.add_argument("-d", "--max-duration", type=number_argument(float), default=0.0, metavar="SECONDS",
@@ -92,6 +94,7 @@ def record(args: argparse.Namespace) -> int:
 
     from .recorder import BagRecorder
 
+    topics = [full_topic_name(topic) for topic in args.topics]  # a name no topic can have: before the folder is made
     sink = SplitBagWriter(args.output, args.storage, args.max_bag_size, args.max_duration)  # refuses a bad -o first
     try:
         encoder, on_gpu = jpeg_encoder(args.device) if args.compressed else (None, False)
@@ -101,9 +104,13 @@ def record(args: argparse.Namespace) -> int:
     rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)  # our handlers: the bag is closed before rclpy goes
     recorder: BagRecorder | None = None
     try:
-        recorder = BagRecorder(sink, args.topics, ring_size=args.ring, device=args.device, compressed=encoder,
-                               jpeg_on_gpu=on_gpu, quality=args.jpeg_quality,
-                               print_status=None if args.quiet else _status_printer())
+        try:
+            recorder = BagRecorder(sink, topics, ring_size=args.ring, device=args.device, compressed=encoder,
+                                   jpeg_on_gpu=on_gpu, quality=args.jpeg_quality,
+                                   print_status=None if args.quiet else _status_printer())
+        except Exception:  # nothing recorded: the folder goes, so the corrected command is not refused
+            shutil.rmtree(sink.path, ignore_errors=True)
+            raise
         while recorder.error is None:
             rclpy.spin_once(recorder, timeout_sec=0.2)
     except KeyboardInterrupt:
@@ -113,7 +120,7 @@ def record(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if recorder is not None:
             recorder.close()  # the writer thread closes the bag
-        else:
+        elif sink.path.exists():  # stopped while starting: an empty bag, as ros2 bag record leaves one
             sink.close()
         with teardown_bounded():
             if recorder is not None:

@@ -11,12 +11,13 @@ subscribed raw, its bytes kept as they came.  Nothing in a callback waits on the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from difflib import get_close_matches
 from typing import Any
 
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from ros2_cuda_ipc_core import Reader, Ros2CudaIpcError, cuda_device_count
+from ros2_cuda_ipc_core import DEFAULT_CHECK_DELAY, Reader, Ros2CudaIpcError, cuda_device_count
 from ros2_cuda_ipc_image import ImageReader
 from ros2_cuda_ipc_msgs.msg import BufferCore
 from ros2_cuda_ipc_pointcloud import PointCloudReader
@@ -63,6 +64,7 @@ class BagRecorder(Node):
         self._warm_up_cuda()
         self._discover()
         self.create_timer(0.5, self._discover)
+        self._hint_timer: Any = self.create_timer(DEFAULT_CHECK_DELAY, self._hint)
         if print_status is not None:
             self.create_timer(status_period, self._print_status)
 
@@ -86,6 +88,21 @@ class BagRecorder(Node):
         for topic in self.waiting:
             if graph.get(topic):
                 self._subscribe(topic, graph[topic][0])
+
+    def _hint(self) -> None:
+        """Once, ``DEFAULT_CHECK_DELAY`` s in (the delay of core's ``check_topic``): each topic still without a
+        publisher, said with the published topics whose names are close to it (a misspelling: ``/cam/imag``)."""
+        self.destroy_timer(self._hint_timer)
+        if not self.waiting:
+            return
+        published = {name: kinds for name, kinds in self.get_topic_names_and_types()
+                     if self.get_publishers_info_by_topic(name)}
+        for topic in self.waiting:
+            close = get_close_matches(topic, list(published), n=3, cutoff=0.75)
+            there = (f"; published close by: {', '.join(f'{name} ({published[name][0]})' for name in close)}"
+                     if close else "")
+            self.get_logger().warning(f"{topic}: no publisher after {DEFAULT_CHECK_DELAY:g} s{there}; still "
+                                      "waiting for it")
 
     def _qos(self, topic: str) -> QoSProfile:
         """Reliable unless a publisher is best effort (a reliable subscription would not match it)."""

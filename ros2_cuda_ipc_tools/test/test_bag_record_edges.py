@@ -1,0 +1,57 @@
+"""bag_record at its edges, as a newcomer meets them: a topic name no topic can have, a misspelled topic while the
+right one is published, the help of every option.  bag_record and the camera run as real processes."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+from bag_peer import IMAGE_TOPIC
+from bag_tools import peer, tool
+from peers import line_with, own_lines
+
+
+@pytest.mark.parametrize("name", ["bad topic", "/a//b", "1abc", "/cam/imag e"])
+def test_an_invalid_topic_name_is_one_line_exit_2_and_leaves_no_folder(tmp_path, name) -> None:
+    bag = tmp_path / "bag"
+    recorder = tool("record", "-o", str(bag), "/fine", name)
+    out, err = recorder.communicate(timeout=60)
+    assert recorder.returncode == 2, (out, err)
+    assert own_lines(err) == [f"bag_record: {name!r} is not a valid topic name ({own_lines(err)[0].split('(', 1)[1]}"]
+    assert not bag.exists()
+
+
+def test_the_corrected_command_after_an_invalid_name_is_not_refused(tmp_path) -> None:
+    bag = tmp_path / "bag"
+    refused = tool("record", "-o", str(bag), "/cam/imag e")
+    assert refused.wait(timeout=60) == 2 and not bag.exists()
+    recorder = tool("record", "-o", str(bag), "/fine")
+    line_with(recorder.stderr, "waiting for /fine")  # its first status line: running
+    recorder.send_signal(signal.SIGTERM)
+    out, err = recorder.communicate(timeout=60)
+    assert recorder.returncode == 0 and "0 messages" in out, err
+    assert (bag / "metadata.yaml").exists()
+
+
+def test_a_misspelled_topic_is_hinted_with_the_published_one_close_to_it(tmp_path) -> None:
+    camera = peer("camera", "1", "8", "4", "10")  # its publishers wait (up to 60 s) for subscribers
+    recorder = tool("record", "-o", str(tmp_path / "bag"), IMAGE_TOPIC[:-1], "--quiet")
+    try:
+        line = line_with(recorder.stderr, "no publisher after")
+        assert f"{IMAGE_TOPIC[:-1]}: no publisher after 3 s; published close by: {IMAGE_TOPIC} " \
+               "(ros2_cuda_ipc_msgs/msg/GpuImage)" in line and line.rstrip().endswith("; still waiting for it"), line
+        recorder.send_signal(signal.SIGINT)
+        out, err = recorder.communicate(timeout=60)
+    finally:
+        recorder.kill()
+        camera.kill()
+        camera.wait()
+    assert recorder.returncode == 0 and "0 messages" in out, err
+
+
+def test_every_option_of_bag_record_has_help() -> None:
+    helped = tool("record", "--help")
+    out, _ = helped.communicate(timeout=60)
+    assert helped.returncode == 0
+    options = out.split("options:", 1)[1]
+    assert "--jpeg-quality 1..100\n" in options and "JPEG quality of --compressed images" in options, options
