@@ -47,6 +47,9 @@ if TYPE_CHECKING:
     from .descriptor import Descriptor
 
 log = logging.getLogger("ros2_cuda_ipc")
+#: ``events`` here makes new CUDA pools signal readiness by interprocess events, as on a driver without stream memory
+#: operations (to compare the two, or to work around a driver that misbehaves).
+SYNC_ENVIRONMENT = "ROS2_CUDA_IPC_SYNC"
 _NO_HANDLE = np.zeros(64, dtype=np.uint8)  # a timeline pool's descriptors carry no event handle
 
 
@@ -204,7 +207,8 @@ class CudaMemory(_CudaBlocks):
         """Signal readiness through the pool's timeline slots where the driver can (mapping ``metadata_fd``
         writable: call it before the memfd is sealed); how the pool signals it (``SYNC_*``), said once if not
         by timeline."""
-        why = timeline_unsupported(self.device)
+        why = ("ROS2_CUDA_IPC_SYNC=events" if os.environ.get(SYNC_ENVIRONMENT, "").strip().lower() == "events"
+               else timeline_unsupported(self.device))
         if why is None:
             try:
                 with on_device(self.device):

@@ -10,6 +10,7 @@
 """
 
 import json
+import os
 import sys
 import time
 
@@ -45,9 +46,7 @@ def fill_on(stream: cupy.cuda.Stream, ptr: int, n: int, seq: int, spin_ms: float
 
 def gpu_publisher(count: str, subscribers: str, spin_ms: str, sync: str = "auto") -> dict:
     if sync == "events":  # as on a driver without stream memory operations
-        from ros2_cuda_ipc_core import cuda_memory
-
-        cuda_memory.timeline_unsupported = lambda device: "the test asks for events"
+        os.environ["ROS2_CUDA_IPC_SYNC"] = "events"
     pool = BlockManager(FRAME_BYTES, block_count=4, memory="cuda", reuse_delay=0)
     stream = cupy.cuda.Stream(non_blocking=True)
     spin = float(spin_ms)

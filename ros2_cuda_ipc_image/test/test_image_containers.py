@@ -4,22 +4,27 @@ frame checked byte for byte; where the kernel will not say who serves the pool, 
 
 import pytest
 from fallback_runs import peer_group, published_there
-from isolation import inside, isolation_unavailable, other_pid_namespace, stale_proc_pid_namespace
+from gpu_marks import MEMORIES
+from isolation import Place, inside, isolation_unavailable, other_pid_namespace, stale_proc_pid_namespace
 
 pytestmark = pytest.mark.skipif(isolation_unavailable() is not None, reason=str(isolation_unavailable()))
 FRAMES = 60
 
 
+@pytest.mark.parametrize("memory", MEMORIES)
 @pytest.mark.parametrize("private_shm", [False, True], ids=["shared-dev-shm", "private-dev-shm"])
-def test_a_publisher_in_its_own_pid_namespace_is_read_zero_copy(private_shm):
+def test_a_publisher_in_its_own_pid_namespace_is_read_zero_copy(private_shm, memory):
+    """CUDA pools too: their memory travels as an fd and their readiness as timeline values in the pool's memfd,
+    so neither needs the /dev/shm an interprocess event handle would."""
     with other_pid_namespace(private_shm) as (here, container):
-        run = published_there("image", f"container_images_{int(private_shm)}", container, here, FRAMES)
+        container = Place(container.prefix, {**container.env, "R2CI_MEMORY": memory})
+        run = published_there("image", f"container_images_{int(private_shm)}_{memory}", container, here, FRAMES)
     sub = run["sub"]
     assert sub["errors"] == [] and sub["verified"] == FRAMES, sub
     frames = sub["stats"]["frames"]
     assert frames["zero_copy"] >= FRAMES and frames["fallback"] == 0, sub["stats"]
     assert sub["stats"]["dropped"].get("invalid", 0) == 0, sub["stats"]
-    assert sub["memory"] == ["host"]
+    assert sub["memory"] == [memory]
     assert "cannot be read zero-copy" not in run["log"], run["log"]
 
 
