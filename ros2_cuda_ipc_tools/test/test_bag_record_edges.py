@@ -3,6 +3,7 @@ right one is published, the help of every option.  bag_record and the camera run
 
 from __future__ import annotations
 
+import re
 import signal
 
 import pytest
@@ -49,9 +50,29 @@ def test_a_misspelled_topic_is_hinted_with_the_published_one_close_to_it(tmp_pat
     assert recorder.returncode == 0 and "0 messages" in out, err
 
 
-def test_every_option_of_bag_record_has_help() -> None:
-    helped = tool("record", "--help")
+def _options_without_help(help_text: str) -> list[str]:
+    """The options of an argparse help whose entry has no text (an option line with nothing after it and no
+    indented line following)."""
+    lines = help_text.split("options:", 1)[1].splitlines()
+    bare = []
+    for i, line in enumerate(lines):
+        entry = re.match(r"^  (-\S.*?)(?:\s{2,}(\S.*))?$", line)
+        if entry and not entry.group(2):
+            following = lines[i + 1] if i + 1 < len(lines) else ""
+            if not re.match(r"^\s{10,}\S", following):
+                bare.append(entry.group(1))
+    return bare
+
+
+@pytest.mark.parametrize("module", ["record", "play", "benchmark"])
+def test_every_option_has_help_and_there_is_a_version(module) -> None:
+    helped = tool(module, "--help")
     out, _ = helped.communicate(timeout=60)
-    assert helped.returncode == 0
-    options = out.split("options:", 1)[1]
-    assert "--jpeg-quality 1..100\n" in options and "JPEG quality of --compressed images" in options, options
+    assert helped.returncode == 0 and _options_without_help(out) == [], out
+    if module == "record":
+        assert "--jpeg-quality 1..100" in out and "JPEG quality of --compressed images" in out, out
+    if module == "benchmark":
+        assert "``" not in out and "how fast bag_record writes a raw camera" in out, out
+    versioned = tool(module, "--version")
+    out, _ = versioned.communicate(timeout=60)
+    assert versioned.returncode == 0 and re.search(r" \d+\.\d+\S*\s*$", out), out

@@ -25,6 +25,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from ros2_cuda_ipc_core import tool_parser
+
+from .cli import number_argument
+
 __all__ = ["main"]
 
 TOPIC = "/bag_benchmark/image"
@@ -168,17 +172,24 @@ def _fill(address: int, size: int, index: int, stream: object) -> None:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m ros2_cuda_ipc_tools.bag.benchmark",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--memory", choices=("host", "cuda"), default="host")
-    parser.add_argument("--width", type=int, default=3840)
-    parser.add_argument("--height", type=int, default=2160)
-    parser.add_argument("--fps", type=float, default=20.0)
-    parser.add_argument("--seconds", type=float, default=6.0)
-    parser.add_argument("--storage", nargs="+", choices=("mcap", "sqlite3"), default=["mcap"])
-    parser.add_argument("--ring", type=int, default=16, help="bag_record --ring (default 16)")
-    parser.add_argument("--disk-frames", type=int, default=60, help="frames the disk's own rate is written with")
-    parser.add_argument("--dir", type=Path, default=None, help="where the bags go (default: a temporary folder)")
+    parser = tool_parser(__name__, __doc__, prog="python -m ros2_cuda_ipc_tools.bag.benchmark")
+    parser.add_argument("--memory", choices=("host", "cuda"), default="host",
+                        help="where the camera's frames and bag_play's pools live (default host)")
+    parser.add_argument("--width", type=number_argument(int, 1), default=3840, help="frame width in pixels (default 3840)")
+    parser.add_argument("--height", type=number_argument(int, 1), default=2160,
+                        help="frame height in pixels (default 2160)")
+    parser.add_argument("--fps", type=number_argument(above=True), default=20.0,
+                        help="frames a second the camera publishes (default 20)")
+    parser.add_argument("--seconds", type=number_argument(above=True), default=6.0,
+                        help="how long the camera publishes (default 6)")
+    parser.add_argument("--storage", nargs="+", choices=("mcap", "sqlite3"), default=["mcap"],
+                        help="the storages measured, one recording each (default mcap)")
+    parser.add_argument("--ring", type=number_argument(int, 1), default=16,
+                        help="bag_record --ring: host buffers per topic (default 16)")
+    parser.add_argument("--disk-frames", type=number_argument(int, 1), default=60,
+                        help="frames written (os.write + fsync) to measure the disk's own rate (default 60)")
+    parser.add_argument("--dir", type=Path, default=None,
+                        help="the folder the bags go to, on the disk to measure (default: a temporary folder)")
     parser.add_argument("--no-replay", action="store_true", help="skip the bag_play measurement")
     return parser.parse_args(argv)
 
