@@ -58,7 +58,8 @@ def parse_size(text: str) -> tuple[int, int]:
         return SIZES[text.lower()]
     width, sep, height = text.lower().partition("x")
     if not sep or not _DIMENSION.fullmatch(width) or not _DIMENSION.fullmatch(height):
-        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(SIZES)} or WIDTHxHEIGHT")
+        shown = repr(text[:40]) + ("..." if len(text) > 40 else "")
+        raise argparse.ArgumentTypeError(f"{shown} is not one of {', '.join(SIZES)} or WIDTHxHEIGHT")
     return int(width), int(height)
 
 
