@@ -9,9 +9,13 @@ unverified claims, so a forged message cannot shut a live pool out.  A failure i
 A failure that made the reader *wait* (``WAITED`` seconds or more between :meth:`check` and
 :meth:`remember` on that thread: a socket that is bound and never answers) backs off: each such
 failure of a socket right after its last one expired doubles its time, up to ``LONGEST`` seconds.
-So a silent socket costs one wait, then one at 2, 4, 8 ... s, then one a minute, not one every
-``retry_after``.  A socket that fails quickly (nothing listens, refused) never backs off: trying
-it again costs nothing, and a pool that refused a peer for a moment is tried again soon.
+And such sockets are tried again one at a time, spread out: after a wait of *w* seconds none is
+tried again for ``QUIET * w`` seconds, so retrying silent sockets takes at most 1/``QUIET`` of the
+reading thread's time, however many there are.  So a silent socket costs one wait, then a few
+spread over its first minute, then one a minute or rarer, never one every ``retry_after``; a new
+socket is always tried at once (it may be a genuine pool): one wait per forged instance.  A socket
+that fails quickly (nothing listens, refused) never backs off: trying it again costs nothing, and a
+pool that refused a peer for a moment is tried again soon.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ MAX_ENTRIES = 1024
 WAITED = 0.1
 #: The longest a socket that made readers wait is left alone, in seconds.
 LONGEST = 60.0
+#: After a wait of w seconds, no socket that made readers wait is tried again for QUIET * w seconds.
+QUIET = 20.0
 #: What a remembered failure is raised as again: its own kind, so callers tell place from a bad descriptor.
 _KINDS: tuple[type[Ros2CudaIpcError], ...] = (InvalidDescriptorError, CudaUnavailableError, PoolUnavailableError)
 
@@ -48,26 +54,29 @@ class FailureCache:
         self._lock = threading.Lock()
         self._tries = threading.local()  # (socket path, when) of this thread's last check that let a try go
         self._waits = 0
+        self._quiet_until = 0.0  # no socket that made readers wait is tried again before this
 
     def check(self, socket_path: str, pool_name: str) -> None:
         """Raise the remembered error's kind, at once, if ``socket_path`` failed lately; else note the try's start."""
         now = time.monotonic()
         entry = self._entries.get(socket_path) if self._entries else None
-        if entry is None or now >= entry.until:
+        if entry is None or (now >= entry.until and not (entry.waited and now < self._quiet_until)):
             self._tries.last = (socket_path, now)
             return
         kind = next((k for k in _KINDS if isinstance(entry.error, k)), PoolUnavailableError)
-        raise kind(f"{pool_name} failed {entry.period - (entry.until - now):.1f} s ago; not tried again for "
-                   f"{entry.until - now:.1f} s: {entry.error}")
+        until = max(entry.until, self._quiet_until if entry.waited else 0.0)
+        raise kind(f"{pool_name} failed {now - (entry.until - entry.period):.1f} s ago; not tried again for "
+                   f"{until - now:.1f} s: {entry.error}")
 
     def remember(self, socket_path: str, error: Ros2CudaIpcError) -> None:
         now = time.monotonic()
-        tried = getattr(self._tries, "last", None)
-        waited = tried is not None and tried[0] == socket_path and now - tried[1] >= WAITED
+        tried_path, tried_at = getattr(self._tries, "last", ("", now))
+        waited = tried_path == socket_path and now - tried_at >= WAITED
         with self._lock:
             period = self.retry_after
             if waited:
                 self._waits += 1
+                self._quiet_until = now + QUIET * (now - tried_at)
                 last = self._entries.get(socket_path)
                 if last is not None and last.waited and now - last.until < LONGEST:
                     period = min(LONGEST, last.period * 2)  # it made us wait again as soon as it was let try

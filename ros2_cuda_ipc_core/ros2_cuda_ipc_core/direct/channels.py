@@ -110,8 +110,15 @@ class DirectChannels:
     # --- the publisher's side ---------------------------------------------------------------------
 
     def has(self, topic: str) -> bool:
-        """Whether ``topic`` has a channel now, taking writes or stalled (read without the lock)."""
-        return topic in self._writers or bool(self._stalled.get(topic))
+        """Whether ``topic`` has a channel that takes writes now (read without the lock).  When it has none, a
+        publication costs :meth:`stalled_drops` alone, never a record built."""
+        return topic in self._writers
+
+    def stalled_drops(self, topic: str) -> None:
+        """Count the publication each stalled channel of ``topic`` loses: one counter update, however many."""
+        stalled = self._stalled.get(topic, 0)
+        if stalled:
+            self._counters.add("direct_drops", stalled)
 
     def skipped(self) -> None:
         """Count a publication that went by DDS alone (its message does not fit a record)."""
@@ -121,9 +128,7 @@ class DirectChannels:
         """Write ``frame`` to each channel of ``topic``, preceded by the template record ``template`` where the
         channel does not have ``template_id`` yet.  Never blocks; a full channel stalls, a broken one is dropped."""
         with self._lock:
-            stalled = self._stalled.get(topic, 0)
-            if stalled:
-                self._counters.add("direct_drops", stalled)
+            self.stalled_drops(topic)
             for channel in self._writers.get(topic, ()):
                 try:
                     if channel.template_id != template_id:

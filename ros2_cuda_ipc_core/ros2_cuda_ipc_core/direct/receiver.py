@@ -45,6 +45,9 @@ CONNECT_TIMEOUT = 0.5
 _RECV_BYTES = 1 << 14
 RECORDS_PER_TURN = 16
 
+#: What this process's receivers have said: each kind of end or refusal once (their counters keep the rest).
+_ONCE = Throttle(float("inf"))
+
 #: What the delivery thread calls for each frame: (instance, the template message, the frame record).
 FrameHandler = Callable[[InstanceKey, Any, Frame], None]
 
@@ -83,7 +86,6 @@ class DirectReceiver:
         self._channels: dict[InstanceKey, _Channel] = {}
         self._tried: set[InstanceKey] = set()  # instances a channel was opened (or refused) for: never again
         self._throttle = Throttle(10.0)
-        self._once = Throttle(float("inf"))
         self._behind: set[_Channel] = set()  # channels with records left over from their last turn
         self._closing = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -255,5 +257,5 @@ class DirectReceiver:
                            "['direct_channels_ended'])")
 
     def _say_once(self, key: str, what: str) -> None:
-        if self._once.ready(key):
+        if _ONCE.ready(key):
             log.warning("%s: %s", self._thread.name, what)

@@ -41,6 +41,7 @@ class DirectSender:
         """Write ``msg``'s publication (``layout`` is what its fields were filled from) to the topic's channels;
         never raises."""
         if not self._channels.has(self._topic):
+            self._channels.stalled_drops(self._topic)
             return
         try:
             with self._lock:
