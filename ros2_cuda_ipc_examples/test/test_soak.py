@@ -37,6 +37,9 @@ def test_one_minute_soak_on_host_memory_passes():
 @pytest.mark.timeout(120)
 def test_sigterm_ends_the_soak_with_its_table_and_status_0_and_the_logs_where_asked(tmp_path):
     logs = tmp_path / "soak-logs"
+    logs.mkdir()
+    (logs / "reader7-3.log").write_text("an earlier soak's reader\n")  # a reused --log-dir: it goes
+    (logs / "notes.txt").write_text("the user's own\n")  # this stays
     soak = subprocess.Popen([*SOAK, "--minutes", "5", "--memory", "host", "--log-dir", str(logs)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(12)
@@ -48,6 +51,8 @@ def test_sigterm_ends_the_soak_with_its_table_and_status_0_and_the_logs_where_as
     assert last.startswith("soak: INTERRUPTED by SIGTERM after ") and "partial results, not a pass" in last, out
     assert "soak: OK" not in out
     assert sorted(path.name for path in logs.glob("publisher0-*.log")), list(logs.iterdir())  # kept: the user's own
+    assert not (logs / "reader7-3.log").exists() and (logs / "notes.txt").exists()
+    assert f"soak: removed 1 process logs of an earlier soak from {logs}" in out
 
 
 def test_cuda_without_a_gpu_is_refused_before_any_process_starts(tmp_path):

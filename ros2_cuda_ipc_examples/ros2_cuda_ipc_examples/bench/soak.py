@@ -27,6 +27,7 @@ import json
 import os
 import queue
 import random
+import re
 import shutil
 import signal
 import statistics
@@ -597,7 +598,20 @@ def _refuse_unusable(parser: argparse.ArgumentParser, args: argparse.Namespace) 
 
 
 def _log_dir(chosen: Path | None) -> Path:
-    return chosen if chosen is not None else Path(tempfile.mkdtemp(prefix="soak_logs_"))
+    """``--log-dir`` without an earlier soak's process logs (a reused one held them beside this run's), or a new
+    temporary directory.  Only the soak's own ``publisher<slot>-<n>.log`` / ``reader<slot>-<n>.log`` go."""
+    if chosen is None:
+        return Path(tempfile.mkdtemp(prefix="soak_logs_"))
+    earlier = [path for path in chosen.glob("*.log") if _OWN_LOG.fullmatch(path.name)]
+    for path in earlier:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    if earlier:
+        print(f"soak: removed {len(earlier)} process logs of an earlier soak from {chosen}", flush=True)
+    return chosen
+
+
+_OWN_LOG = re.compile(r"(publisher|reader)[0-9]+-[0-9]+\.log")
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
