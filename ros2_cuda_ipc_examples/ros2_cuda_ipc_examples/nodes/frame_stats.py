@@ -133,11 +133,16 @@ STEPS = ("wake_ms", "read_ms", "work_ms", "release_ms")
 
 
 class FrameTrace:
-    """One JSON line per frame into ``path``: its latency, :data:`STEPS` and ``gc_ms`` (pauses within it)."""
+    """One JSON line per frame into ``path``: its latency, :data:`STEPS` and ``gc_ms`` (pauses within it).
+
+    Appended, a line at a time: a node the runner restarts adds its new life's frames after the killed life's,
+    which keeps every line it wrote (the runner removes a run's old traces when it starts)."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._out: IO[str] = path.open("w", buffering=1 << 16)
+        self._out: IO[str] = path.open("a", buffering=1)
+        if self._out.tell() and not _ends_a_line(path):  # a life killed mid-line: its torn line stays apart
+            self._out.write("\n")
         self._pauses = gc_pauses()
         self._gc_at_start = 0.0
         self._marks: list[float] = []
@@ -163,10 +168,25 @@ class FrameTrace:
         self._out.close()
 
 
+def _ends_a_line(path: Path) -> bool:
+    with path.open("rb") as trace:
+        trace.seek(-1, 2)
+        return trace.read(1) == b"\n"
+
+
+def _record(line: str) -> dict[str, Any] | None:
+    """A trace line's record; None for a line a killed life left torn (or anything else that is not one)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def tail_breakdown(path: Path, tail: float = 0.99) -> dict[str, Any]:
     """Of the slowest frames of a trace (the ``1 - tail`` share): how many, and the median of each
     step (and of the GC pauses), beside the median frame's: where a slow frame's extra time went."""
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = [r for r in map(_record, path.read_text(errors="replace").splitlines()) if r is not None]
     records = [r for r in records if r.get("latency_ms") is not None]
     if not records:
         return {"frames": 0}

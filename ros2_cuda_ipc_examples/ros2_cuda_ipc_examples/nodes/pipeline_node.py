@@ -34,6 +34,7 @@ from ros2_cuda_ipc_core import (
 
 from .arrays import ArrayBackend, MemoryChoiceError, backend_for, choose_memory
 from .frame_stats import FrameTrace, LatencySamples, ProcessCpu, gc_pauses
+from .report_signature import report_key_from_environment, sign_report
 from .upstream import UpstreamWatch
 
 __all__ = ["REPORT_REQUEST_TOPIC", "STATS_TOPIC", "ParameterError", "PipelineNode"]
@@ -74,6 +75,8 @@ class PipelineNode(Node):
         trace_path = self.parameter("trace_path")
         self._trace = FrameTrace(Path(trace_path)) if trace_path else None
         self._last_seq: int | None = None
+        self._first_seq: int | None = None  # of this life: the runner counts the frames a restart lost from it
+        self._report_key = report_key_from_environment()
         self._born = time.monotonic()
         self._drops: list[tuple[float, str, int]] = []  # the first few (seconds since start, kind, frames): when
         self._backends: dict[str, ArrayBackend] = {}
@@ -242,6 +245,8 @@ class PipelineNode(Node):
         if self._last_seq is not None and seq > self._last_seq + 1:
             self.counts["lost"] += seq - self._last_seq - 1
             self._dropped(f"lost after {self._last_seq}", seq - self._last_seq - 1)
+        if self._first_seq is None:
+            self._first_seq = seq
         self._last_seq = seq if self._last_seq is None else max(seq, self._last_seq)
 
     def _dropped(self, kind: str, frames: int) -> None:
@@ -301,5 +306,6 @@ class PipelineNode(Node):
                  "time": time.time(), **counts, "in_by_publisher": {str(pid): n for pid, n in self.in_by_publisher.items()},
                  **read, **self._latencies.report(),
                  "cpu": self._cpu.report(self.frames_done()), "gc_pauses": self._gc.report(), "first_drops": self._drops,
-                 **self.extra_stats()}
-        self._reports.publish(String(data=json.dumps(stats)))
+                 "seq_first": self._first_seq, "seq_last": self._last_seq, **self.extra_stats()}
+        body = json.dumps(stats)
+        self._reports.publish(String(data=sign_report(body, self._report_key) if self._report_key else body))

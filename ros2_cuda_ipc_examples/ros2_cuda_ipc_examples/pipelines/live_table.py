@@ -6,23 +6,24 @@ warm-up frames), its process's CPU per frame (ms) and share of one core over the
 frames checked and bad, stale drops, frames lost on the way, leases held now, reads served from
 a pool of the same process, how often the runner restarted it, and what the node sends when it
 says (``GpuTensor 1x3x224x224 float16``, say). A restarted node's counters
-start again at zero: the table adds its earlier lives' totals, so checked and bad count the run.
+start again at zero: the table adds its earlier lives' totals, so checked and bad count the run, and
+lost counts the frames the camera numbered between one life's last reported frame and the next life's first.
 The table of a run that is over (``render(totals=True)``) shows the whole run instead of the last
 period, which after the source stopped holds no frame.
 """
 
 from __future__ import annotations
 
-import json
+from dataclasses import dataclass
 from typing import Any
+
+from .reports import COUNTERS, Report
 
 __all__ = ["StatsTable"]
 
 _COLUMNS = (("node", 12), ("in/s", 7), ("out/s", 7), ("p50 ms", 8), ("p99 ms", 8), ("p99 st", 8), ("cpu ms/f", 9),
             ("cpu %", 7), ("checked", 8), ("bad", 5), ("stale", 6), ("lost", 5), ("leases", 7), ("same-proc", 10),
             ("restarts", 9), ("  sends", 32))
-#: The counters a node's report holds since its process started: summed over a restarted node's lives.
-COUNTERS = ("in", "out", "checked", "bad", "stale", "lost", "gone")
 _MAX_PUBLISHERS = 256  # publisher processes a node's taken-in counts are kept for
 
 
@@ -39,37 +40,38 @@ class StatsTable:
         self.latest: dict[str, dict[str, Any]] = {}
         self.restarts: dict[str, int] = {}
         self._previous: dict[str, dict[str, Any]] = {}
-        self._ended: dict[str, list[tuple[int, dict[str, int]]]] = {}  # node: (pid, that life's own counters)
+        self._ended: dict[str, list[_EndedLife]] = {}
         self._taken_in: dict[tuple[str, int], dict[int, int]] = {}  # (node, its pid): frames by publisher pid
 
-    def add(self, data: str) -> None:
-        """One ``pipeline_stats`` message's JSON."""
-        report = json.loads(data)
-        report.setdefault("gone", 0)
-        name = report["node"].rsplit("/", 1)[-1]
+    def add(self, name: str, report: Report) -> None:
+        """Node ``name``'s report, checked already (:class:`.reports.ReportGate`); the table keeps its own copy."""
+        report = dict(report)
         last = self.latest.get(name)
         if last is not None and last["pid"] != report["pid"]:  # a new life of a restarted node
-            self._ended.setdefault(name, []).append((last["pid"], last["counts_this_life"]))
+            self._ended.setdefault(name, []).append(_EndedLife(last["pid"], last["counts_this_life"],
+                                                               last.get("seq_first"), last.get("seq_last")))
         report["counts_this_life"] = {key: report[key] for key in COUNTERS}
         report["checked_this_life"] = report["checked"]
         self._count_taken_in(name, report)
-        for pid, counts in self._ended.get(name, []):
-            report.update({key: report[key] + counts[key] for key in COUNTERS})
+        ended = self._ended.get(name, [])
+        for life in ended:
+            report.update({key: report[key] + life.counts[key] for key in COUNTERS})
             if self.order and name == self.order[0]:  # its unreported last frames, as its readers counted them
-                report["out"] += max(0, self.taken_in_from(pid) - counts["out"])
+                report["out"] += max(0, self.taken_in_from(life.pid) - life.counts["out"])
+        if ended:
+            this_life = _EndedLife(report["pid"], {}, report.get("seq_first"), report.get("seq_last"))
+            report["lost"] += _lost_between_lives([*ended, this_life])
         report["restarts"] = self.restarts.get(name, 0)
         if last is not None:
             self._previous[name] = last
         self.latest[name] = report
 
-    def _count_taken_in(self, name: str, report: dict[str, Any]) -> None:
-        """Keep the highest count of frames this life of ``name`` took in from each publisher pid (a report from the
-        network: what is not a pid and a count is left out, and so are publishers past the first few hundred)."""
+    def _count_taken_in(self, name: str, report: Report) -> None:
+        """Keep the highest count of frames this life of ``name`` took in from each publisher pid (publishers past
+        the first few hundred are left out)."""
         counts = self._taken_in.setdefault((name, report["pid"]), {})
-        given = report.get("in_by_publisher")
-        for pid, taken in (given.items() if isinstance(given, dict) else ()):
-            if not (str(pid).isdigit() and type(taken) is int) or (int(pid) not in counts
-                                                                  and len(counts) >= _MAX_PUBLISHERS):
+        for pid, taken in report.get("in_by_publisher", {}).items():
+            if int(pid) not in counts and len(counts) >= _MAX_PUBLISHERS:
                 continue
             counts[int(pid)] = max(counts.get(int(pid), 0), taken)
 
@@ -149,6 +151,30 @@ class StatsTable:
             lines.append(f"(the whole run: in/s and out/s over {over}; p50 and p99 over every frame; "
                          "cpu ms/f in the steady state)")
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class _EndedLife:
+    """A restarted node's earlier process: its pid, its own counters, and the first and last camera frame numbers
+    it reported seeing (None: none)."""
+
+    pid: int
+    counts: dict[str, int]
+    seq_first: int | None
+    seq_last: int | None
+
+
+def _lost_between_lives(lives: list[_EndedLife]) -> int:
+    """Frames the camera numbered between one life's last reported frame and the next life's first: lost to the
+    restart (frames a life read after its last report count too: no report says they were checked).  A restarted
+    camera numbers from 0 again: no gap is counted across that."""
+    lost, last = 0, None
+    for life in lives:
+        if last is not None and life.seq_first is not None:
+            lost += max(0, life.seq_first - last - 1)
+        if life.seq_last is not None:
+            last = life.seq_last
+    return lost
 
 
 def _number(value: float | None) -> str:

@@ -17,6 +17,7 @@ end within 15 s of the stop is asked where its threads are (SIGUSR1), killed, an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -34,10 +35,12 @@ from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL, ComponentSpe
 
 from ..nodes.frame_stats import tail_breakdown
 from ..nodes.pipeline_node import REPORT_REQUEST_TOPIC, STATS_TOPIC
+from ..nodes.report_signature import REPORT_KEY_VARIABLE, new_report_key
 from .arguments import add_run_arguments, options_from
 from .definitions import PIPELINES, Pipeline, PipelineOptions
 from .live_table import StatsTable
 from .namespace_claim import NamespaceTaken, claim_namespace
+from .reports import ReportGate
 from .restarts import RESTART_POLICIES, Restarts
 from .stacks import native_stacks
 
@@ -108,14 +111,16 @@ def _container_command(pipeline: Pipeline, executor: str, namespace: str, restar
             "--ros-args", "-r", f"__node:={pipeline.name}_container", "-r", f"__ns:={namespace}"]
 
 
-def _start(name: str, command: list[str], log_dir: Path, mode: str = "w") -> _Child:
+def _start(name: str, command: list[str], log_dir: Path, key: bytes, mode: str = "w") -> _Child:
+    """Start ``command`` as ``name``, its output into its log; ``key`` signs its nodes' reports (the run's)."""
     log = log_dir / f"{name}.log"
     with log.open(mode) as out:
         if mode == "a":
             out.write(f"--- {name} restarted by the runner ---\n")
             out.flush()
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   start_new_session=True, env={**os.environ, PARENT_PID_VARIABLE: str(os.getpid())})
+                                   start_new_session=True, env={**os.environ, PARENT_PID_VARIABLE: str(os.getpid()),
+                                                                REPORT_KEY_VARIABLE: key.hex()})
     return _Child(name, process, log, time.monotonic())
 
 
@@ -186,6 +191,15 @@ class _Screen:
         self.stream.flush()
         self._lines = text.count("\n") + 1
 
+    def note(self, line: str) -> None:
+        """One line said during the run: above the table on a terminal (drawn again below it), else on stderr."""
+        if not self._in_place or self.stream is None:
+            print(line, file=sys.stderr, flush=True)
+            return
+        self.stream.write(line + "\n")
+        self.stream.flush()
+        self._lines = 0
+
     def close(self) -> None:
         """Print the last table where it was held back."""
         if self.stream is not None and self._last is not None:
@@ -235,22 +249,25 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
 
     log_dir = options.out_dir / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
+    _remove_earlier_runs_files(pipeline, options.out_dir)
     if record is not None:
         pipeline = _waiting_for_recorder(pipeline)
     table = StatsTable(pipeline.node_names)
-    if compose:
-        commands = {f"{pipeline.name}_container": _container_command(pipeline, executor, options.namespace,
-                                                                     restart != "no")}
+    container = f"{pipeline.name}_container" if compose else None
+    if container is not None:
+        commands = {container: _container_command(pipeline, executor, options.namespace, restart != "no")}
     else:
         commands = {spec.name or spec.plugin: _process_command(spec) for spec in pipeline.components}
     if record is not None:
         commands["bag_record"] = record_command(pipeline, options.namespace, record)
     children: list[_Child] = []
-    restarts = Restarts(restart, lambda name: _start(name, commands[name], log_dir, "a"), table.restarted)
+    key = new_report_key()
+    restarts = Restarts(restart, lambda name: _start(name, commands[name], log_dir, key, "a"), table.restarted)
     started = time.monotonic()
     interrupted = False
     codes: dict[str, int] = {}
     screen = _Screen(stream, title)
+    gate = ReportGate(key, options.namespace, pipeline.node_names, screen.note)
     claim = None
     requests: Any = None  # the monitor's report requests (a stop before it is made: none)
     _init_keeping_ctrl_c(rclpy)
@@ -263,15 +280,16 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
                                    "another --namespace") from None
         monitor = rclpy.create_node("pipeline_monitor", namespace=options.namespace)
         def on_stats(msg: String) -> None:
-            _refuse_foreign_report(msg.data, children, options.namespace)
-            table.add(msg.data)
+            accepted = gate.accept(msg.data, lambda name: _pid_running(children, name, container))
+            if accepted is not None:
+                table.add(*accepted)
 
         monitor.create_subscription(String, STATS_TOPIC, on_stats, 50)
         requests = monitor.create_publisher(String, REPORT_REQUEST_TOPIC, 10)
         spinner.add_node(monitor)
-        _refuse_a_running_pipeline(spinner, monitor, pipeline, options.namespace)
+        _refuse_a_running_pipeline(spinner, monitor, pipeline, options.namespace, screen.note)
         for name, command in commands.items():
-            children.append(_start(name, command, log_dir))
+            children.append(_start(name, command, log_dir, key))
         started = time.monotonic()
         _watch(spinner, table, children, screen, started, restarts, watcher)
     except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C: stop the nodes, keep what they reported
@@ -292,14 +310,15 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
             if claim is not None:
                 claim.close()
             screen.close()
-            _fill_failed_summary(sys.exc_info()[1], pipeline, options, table, compose, started, codes)
+            _fill_failed_summary(sys.exc_info()[1], pipeline, options, table, compose, started, codes, gate.ignored)
     failed = {name: code for name, code in codes.items() if code != 0 and not restarts.waiting(name)}
     if failed and not interrupted:
         failure = _stop_failure(children, failed)
-        failure.summary = {**_summary(pipeline, options, table, compose, time.monotonic() - started, False, codes),
+        failure.summary = {**_summary(pipeline, options, table, compose, time.monotonic() - started, False, codes,
+                                      gate.ignored),
                            "ok": False, "failure": failure.reason}
         raise failure
-    return _summary(pipeline, options, table, compose, time.monotonic() - started, interrupted, codes)
+    return _summary(pipeline, options, table, compose, time.monotonic() - started, interrupted, codes, gate.ignored)
 
 
 def _stop_failure(children: list[_Child], failed: dict[str, int]) -> PipelineFailed:
@@ -343,9 +362,10 @@ def print_tail_frames(tails: dict[str, Any], stream: IO[str] = sys.stdout) -> No
 
 
 def _refuse_a_running_pipeline(spinner: Any, monitor: Any, pipeline: Pipeline, namespace: str,
-                               seconds: float = 1.0) -> None:
-    """Look at the ROS graph for ``seconds`` (discovery): a node of this pipeline's names, or a publisher of its
-    stats topic, already in ``namespace`` is another run there, and a :class:`PipelineConflict`."""
+                               warn: Callable[[str], None], seconds: float = 1.0) -> None:
+    """Look at the ROS graph for ``seconds`` (discovery): a node of this pipeline's names already in ``namespace``
+    is another run there, and a :class:`PipelineConflict`.  A publisher of the stats topic alone proves nothing
+    (any participant can make one): ``warn`` says so, and the reports it sends are ignored (:class:`ReportGate`)."""
     deadline = time.monotonic() + seconds
     stats_topic = f"{namespace.rstrip('/')}/{STATS_TOPIC}"
     ours = {f"{namespace.rstrip('/')}/{name}" for name in pipeline.node_names}
@@ -353,32 +373,39 @@ def _refuse_a_running_pipeline(spinner: Any, monitor: Any, pipeline: Pipeline, n
         spinner.spin_once(timeout_sec=0.1)
         present = {f"{ns.rstrip('/')}/{name}" for name, ns in monitor.get_node_names_and_namespaces()}
         taken = sorted(ours & present)
-        if taken or monitor.count_publishers(stats_topic):
-            seen = ", ".join(taken) or f"{stats_topic} has a publisher"
-            raise PipelineConflict(f"another pipeline runs in {namespace} ({seen}): its frames and reports would mix "
-                                   "with this run's; stop it or pass another --namespace")
+        if taken:
+            raise PipelineConflict(f"another pipeline runs in {namespace} ({', '.join(taken)}): its frames and reports "
+                                   "would mix with this run's; stop it or pass another --namespace")
+    publishers = monitor.count_publishers(stats_topic)
+    if publishers:
+        warn(f"{stats_topic} has {publishers} publisher(s) this run did not start: what they send is not taken "
+             "for its nodes' reports")
 
 
-def _refuse_foreign_report(data: str, children: list[_Child], namespace: str) -> None:
-    """A report from a process this run did not start (a second pipeline started in the same namespace after
-    this one looked) would make nonsense of the table: a :class:`PipelineConflict`."""
-    try:
-        pid = int(json.loads(data).get("pid", 0))
-    except (ValueError, TypeError, AttributeError):
-        return  # not a report; the table ignores it too
-    ours = {child.process.pid for child in children}
-    if children and pid and pid not in ours:
-        raise PipelineConflict(f"another pipeline runs in {namespace} (a node of another process, pid {pid}, reports "
-                               "there): its frames and reports would mix with this run's; stop it or pass another "
-                               "--namespace")
+def _pid_running(children: list[_Child], name: str, container: str | None) -> int | None:
+    """The pid of the process running node ``name`` now: its own, or the ``container``'s (composed); None: none."""
+    for child in children:
+        if child.name == (container or name):
+            return child.process.pid
+    return None
+
+
+def _remove_earlier_runs_files(pipeline: Pipeline, out_dir: Path) -> None:
+    """A reused ``--out``: the node logs, stacks and traces an earlier run left there go (the nodes append to theirs
+    across restarts, so an earlier run's would be read as this one's)."""
+    logs = [*(out_dir / "logs").glob("*.log"), *(out_dir / "logs").glob("*.stacks.txt")]
+    for path in [*logs, *(_trace_path(out_dir, name) for name in pipeline.node_names)]:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
 
 
 def _fill_failed_summary(error: BaseException | None, pipeline: Pipeline, options: PipelineOptions, table: StatsTable,
-                         compose: bool, started: float, codes: dict[str, int]) -> None:
+                         compose: bool, started: float, codes: dict[str, int], ignored: dict[str, int]) -> None:
     """A failed run's summary, once its nodes are stopped: what they reported, ``ok`` false, and why."""
     if isinstance(error, PipelineFailed) and error.summary is not None:
         reason = error.summary.get("failure", error.reason)
-        error.summary = {**_summary(pipeline, options, table, compose, time.monotonic() - started, False, codes),
+        error.summary = {**_summary(pipeline, options, table, compose, time.monotonic() - started, False, codes,
+                                    ignored),
                          "ok": False, "failure": reason}
 
 
@@ -477,7 +504,8 @@ def _watch(spinner: Any, table: StatsTable, children: list[_Child], screen: _Scr
 
 
 def _summary(pipeline: Pipeline, options: PipelineOptions, table: StatsTable, compose: bool, wall: float,
-             interrupted: bool, codes: dict[str, int]) -> dict[str, Any]:
+             interrupted: bool, codes: dict[str, int], ignored: dict[str, int]) -> dict[str, Any]:
+    """What the run's nodes reported; ``ignored``: messages on the stats topic that were not their reports, by why."""
     nodes = {name: table.latest.get(name) for name in pipeline.node_names}
     consumers = {name: report for name, report in nodes.items() if report and not report.get("source")}
     source = nodes.get(pipeline.source) or {}
@@ -503,6 +531,7 @@ def _summary(pipeline: Pipeline, options: PipelineOptions, table: StatsTable, co
         "restarts": dict(table.restarts),
         "same_process_reads": {name: r.get("same_process_reads") for name, r in consumers.items()},
         "exit_codes": codes,
+        "reports_ignored": dict(ignored),
         "preview_png": str(preview) if preview.exists() else None,
         "nodes": nodes,
     }
