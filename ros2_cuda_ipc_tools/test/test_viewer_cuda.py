@@ -10,21 +10,20 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
 from gl_marks import needs_egl
 from gpu_marks import needs_gpu
-from viewer_peer import CLOUD_POINTS, image_pattern
+from viewer_peer import CLOUD_POINTS, ViewerPeer, image_pattern
 
 pytestmark = [needs_gpu, needs_egl]
-
-PEER = str(Path(__file__).with_name("viewer_peer.py"))
 
 
 class CopyCounter:
@@ -53,27 +52,30 @@ class CopyCounter:
         return err == cu.CUresult.CUDA_SUCCESS and int(kind) == int(cu.CUmemorytype.CU_MEMORYTYPE_DEVICE)
 
 
-def _peer(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, PEER, *args], stdout=subprocess.DEVNULL)
-
-
-def _stop(peer: subprocess.Popen) -> None:
-    peer.send_signal(signal.SIGTERM)
-    peer.wait(timeout=30)
-
-
-def _viewer(**parameters):
+@contextmanager
+def _viewer_beside(tmp_path: Path, peer: tuple[str, ...], **parameters) -> Iterator:
+    """A viewer node in this process (``parameters`` over headless, no overlay) beside a ``viewer_peer.py`` process
+    (``peer``: its arguments).  Torn down in that order: the viewer's node (and so this process's DDS participant)
+    first, then the peer's bounded stop, which fails with the peer's stacks if it does not end (viewer_peer.py)."""
     import rclpy
     from rclpy.parameter import Parameter
 
     from ros2_cuda_ipc_tools.viewer import Viewer
 
-    rclpy.init()
-    settings = {"headless": True, "overlay": False, **parameters}
-    return rclpy, Viewer(parameter_overrides=[Parameter(k, value=v) for k, v in settings.items()])
+    with ViewerPeer(tmp_path, *peer):
+        rclpy.init()
+        try:
+            settings = {"headless": True, "overlay": False, **parameters}
+            viewer = Viewer(parameter_overrides=[Parameter(k, value=v) for k, v in settings.items()])
+            try:
+                yield viewer
+            finally:
+                viewer.destroy_node()
+        finally:
+            rclpy.shutdown()
 
 
-def _spin_until_drawn(viewer, frames: int, timeout: float = 60.0) -> None:
+def _spin_until_drawn(viewer, frames: int, timeout: float = 30.0) -> None:
     from rclpy.executors import SingleThreadedExecutor
 
     executor = SingleThreadedExecutor()
@@ -87,14 +89,13 @@ def _spin_until_drawn(viewer, frames: int, timeout: float = 60.0) -> None:
 
 @pytest.mark.parametrize(("encoding", "tolerance", "value_range"),
                          [("rgba8", 0, ""), ("bgr8", 0, ""), ("mono16", 1, ""), ("32FC1", 1, "")])
-def test_interop_draws_cuda_frames_without_a_host_copy(monkeypatch, encoding, tolerance, value_range):
+def test_interop_draws_cuda_frames_without_a_host_copy(monkeypatch, tmp_path, encoding, tolerance, value_range):
     from test_viewer import expected_rgb
 
     width, height, topic = 256, 128, f"viewer_cuda_{encoding.lower()}"
     copies = CopyCounter(monkeypatch)
-    peer = _peer("image", encoding, str(width), str(height), "cuda", topic)
-    rclpy, viewer = _viewer(images=topic, width=width, height=height, value_range=value_range)
-    try:
+    with _viewer_beside(tmp_path, ("image", encoding, str(width), str(height), "cuda", topic), images=topic,
+                        width=width, height=height, value_range=value_range) as viewer:
         _spin_until_drawn(viewer, 3)
         pixels = viewer.draw(capture=True)[:, :, :3].astype(np.float64)
         stream = viewer.streams[0]
@@ -105,18 +106,13 @@ def test_interop_draws_cuda_frames_without_a_host_copy(monkeypatch, encoding, to
         assert difference.max() <= tolerance
         print(json.dumps({"encoding": encoding, "path": stream.layer.upload.name, "gpu_copies": copies.to_device,
                           "host_copies": copies.to_host, "max_difference": float(difference.max())}))
-    finally:
-        viewer.destroy_node()
-        rclpy.shutdown()
-        _stop(peer)
 
 
-def test_auto_range_finds_a_cuda_frames_min_max_on_the_gpu(monkeypatch):
+def test_auto_range_finds_a_cuda_frames_min_max_on_the_gpu(monkeypatch, tmp_path):
     width, height, topic = 64, 48, "viewer_cuda_auto"
     copies = CopyCounter(monkeypatch)
-    peer = _peer("image", "mono16", str(width), str(height), "cuda", topic)
-    rclpy, viewer = _viewer(images=topic, width=width, height=height, value_range="auto")
-    try:
+    with _viewer_beside(tmp_path, ("image", "mono16", str(width), str(height), "cuda", topic), images=topic,
+                        width=width, height=height, value_range="auto") as viewer:
         _spin_until_drawn(viewer, 2)
         pixels = viewer.draw(capture=True)[:, :, :3].astype(np.float64)
         stream = viewer.streams[0]
@@ -125,13 +121,9 @@ def test_auto_range_finds_a_cuda_frames_min_max_on_the_gpu(monkeypatch):
         frame = image_pattern("mono16", width, height).astype(np.float64)
         stretched = (frame - frame.min()) / (frame.max() - frame.min()) * 255
         assert np.abs(pixels - np.repeat(stretched, 3, axis=2)).max() <= 1
-    finally:
-        viewer.destroy_node()
-        rclpy.shutdown()
-        _stop(peer)
 
 
-def test_without_interop_cuda_frames_are_downloaded_and_it_says_why(monkeypatch):
+def test_without_interop_cuda_frames_are_downloaded_and_it_says_why(monkeypatch, tmp_path):
     from test_viewer import expected_rgb
 
     from ros2_cuda_ipc_tools.viewer import staging
@@ -139,48 +131,36 @@ def test_without_interop_cuda_frames_are_downloaded_and_it_says_why(monkeypatch)
     monkeypatch.setattr(staging, "interop_problem", lambda: "switched off by the test")
     width, height, topic = 64, 48, "viewer_cuda_fallback"
     copies = CopyCounter(monkeypatch)
-    peer = _peer("image", "bgr8", str(width), str(height), "cuda", topic)
-    rclpy, viewer = _viewer(images=topic, width=width, height=height)
-    try:
+    with _viewer_beside(tmp_path, ("image", "bgr8", str(width), str(height), "cuda", topic), images=topic,
+                        width=width, height=height) as viewer:
         _spin_until_drawn(viewer, 2)
         pixels = viewer.draw(capture=True)[:, :, :3].astype(np.float64)
         stream = viewer.streams[0]
         assert stream.layer.upload.name == "host" and "switched off by the test" in stream.layer.upload.reason
         assert stream.layer.host.device_to_host_copies >= 2 and copies.to_host >= 2 and copies.to_device == 0
         assert np.array_equal(pixels, expected_rgb("bgr8", image_pattern("bgr8", width, height)))
-    finally:
-        viewer.destroy_node()
-        rclpy.shutdown()
-        _stop(peer)
 
 
-def test_ouster_cloud_from_its_48_byte_points(monkeypatch):
+def test_ouster_cloud_from_its_48_byte_points(monkeypatch, tmp_path):
     from ros2_cuda_ipc_tools.viewer.orbit_camera import OrbitCamera
 
     width, height, topic = 160, 120, "viewer_cuda_ouster"
     copies = CopyCounter(monkeypatch)
-    peer = _peer("cloud", "ouster", "cuda", topic)
-    rclpy, viewer = _viewer(images="", clouds=topic, width=width, height=height, camera_distance=10.0,
-                            point_size=5.0, color_range="0:3")
-    try:
+    with _viewer_beside(tmp_path, ("cloud", "ouster", "cuda", topic), images="", clouds=topic, width=width,
+                        height=height, camera_distance=10.0, point_size=5.0, color_range="0:3") as viewer:
         _spin_until_drawn(viewer, 2)
         lit = viewer.draw(capture=True)[:, :, :3].astype(int).sum(axis=2) > 90
         assert viewer.streams[0].layer.upload.name == "interop" and copies.to_host == 0
         for column, row in OrbitCamera(distance=10).project(CLOUD_POINTS, (width, height)):
             assert lit[int(row), int(column)]
         assert lit.sum() == len(CLOUD_POINTS) * 25
-    finally:
-        viewer.destroy_node()
-        rclpy.shutdown()
-        _stop(peer)
 
 
-def test_4k_at_60_hz_cpu_per_frame_and_frame_to_screen_latency(monkeypatch):
+def test_4k_at_60_hz_cpu_per_frame_and_frame_to_screen_latency(monkeypatch, tmp_path):
     copies = CopyCounter(monkeypatch)
     topic = "viewer_cuda_4k"
-    peer = _peer("image", "rgba8", "3840", "2160", "cuda", topic, "60")
-    rclpy, viewer = _viewer(images=topic, width=1920, height=1080, overlay=True)
-    try:
+    with _viewer_beside(tmp_path, ("image", "rgba8", "3840", "2160", "cuda", topic, "60"), images=topic, width=1920,
+                        height=1080, overlay=True) as viewer:
         _spin_until_drawn(viewer, 30)  # warm: pool imported, buffers registered
         stream = viewer.streams[0]
         drawn, received, cpu = stream.drawn, stream.received, time.process_time()
@@ -197,25 +177,18 @@ def test_4k_at_60_hz_cpu_per_frame_and_frame_to_screen_latency(monkeypatch):
                   "path": stream.layer.upload.name, "host_copies": copies.to_host}
         print(json.dumps(result))
         assert stream.layer.upload.name == "interop" and copies.to_host == 0
-    finally:
-        viewer.destroy_node()
-        rclpy.shutdown()
-        _stop(peer)
 
 
 def test_snapshot_for_the_docs(tmp_path):
     out = Path(os.environ.get("VIEWER_SNAPSHOT_DIR") or os.environ.get("OUT") or tmp_path)
-    camera, lidar = _peer("image", "bgr8", "1280", "720", "cuda", "viewer_docs_image"), \
-        _peer("cloud", "ouster", "cuda", "viewer_docs_points")
     snapshot = out / "viewer-snapshot-cuda.png"
-    try:
+    # Stopped in turn: the camera (the inner one) first, then the lidar once the camera has ended.
+    with ViewerPeer(tmp_path, "cloud", "ouster", "cuda", "viewer_docs_points"), \
+            ViewerPeer(tmp_path, "image", "bgr8", "1280", "720", "cuda", "viewer_docs_image"):
         done = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_tools.viewer.cli", "viewer_docs_image",
                                "--cloud", "viewer_docs_points", "--headless", "--snapshot", str(snapshot),
                                "--frames", "30", "--size", "1280x480", "--distance", "8", "--point-size", "6"],
                               capture_output=True, text=True, timeout=120)
-    finally:
-        _stop(camera)
-        _stop(lidar)
     assert done.returncode == 0, done.stderr
     assert "interop: CUDA frames copied on the GPU" in done.stderr, done.stderr
     assert snapshot.stat().st_size > 0
