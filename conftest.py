@@ -2,7 +2,9 @@
 
 import os
 import random
+import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -48,3 +50,65 @@ def short_tmp_path():
     path = Path(tempfile.mkdtemp(prefix="r2ci-"))
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+# --- the GPU selection: the `cuda` marker ----------------------------------------------------------------------------
+# A test that skips here because it needs CUDA or a GPU (a skipif mark whose condition holds and whose reason says
+# "needs ... CUDA/GPU") is marked `cuda`, as is one marked so by hand: `pytest -m cuda` on a machine without a
+# visible GPU lists exactly the tests only a GPU machine runs.  tools/gpu-suite.sh --gpu-only collects them that way
+# (CUDA_VISIBLE_DEVICES= hides the GPU) and then runs them on it, so a new GPU test cannot be missed by a list kept
+# by hand.  A test that skips for a GPU some other way (pytest.skip inside it, a module that skips itself) where
+# there is none fails instead, naming the marker: the selection would not see it.
+_NEEDS_GPU = re.compile(r"\bneeds\b.*\b(CUDA|GPUs?)\b")
+_GPU_WORDS = re.compile(r"\b(CUDA|GPUs?)\b")
+
+
+def _skipped_for_want_of_a_gpu(item: pytest.Item) -> bool:
+    for mark in item.iter_markers("skipif"):
+        conditions = (mark.kwargs["condition"],) if "condition" in mark.kwargs else mark.args
+        holds = any(bool(c) for c in conditions if not isinstance(c, str))  # string conditions: none here
+        if holds and _NEEDS_GPU.search(str(mark.kwargs.get("reason", ""))):
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("cuda") is None and _skipped_for_want_of_a_gpu(item):
+            item.add_marker(pytest.mark.cuda)
+
+
+def _no_gpu_here() -> bool:
+    try:
+        from gpu_marks import NO_GPU
+    except ImportError:  # no workspace (a setup test): nothing to tell
+        return False
+    return NO_GPU is not None
+
+
+def _outside_the_selection(what: str, reason: str) -> str:
+    return (f"{what} skipped for want of a GPU ({reason.strip()}) but is not marked `cuda`, so tools/gpu-suite.sh "
+            "--gpu-only would not run it: skip it with test_support/gpu_marks.needs_gpu (or a skipif whose reason "
+            "says it needs CUDA or a GPU), or mark it @pytest.mark.cuda")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and item.get_closest_marker("cuda") is None and isinstance(report.longrepr, tuple):
+        reason = str(report.longrepr[2])
+        if _GPU_WORDS.search(reason) and _no_gpu_here():
+            report.outcome = "failed"
+            report.longrepr = _outside_the_selection(item.nodeid, reason)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and isinstance(report.longrepr, tuple):
+        reason = str(report.longrepr[2])
+        if _GPU_WORDS.search(reason) and _no_gpu_here():
+            report.outcome = "failed"
+            report.longrepr = _outside_the_selection(f"{collector.nodeid} (the whole module)", reason)
