@@ -21,7 +21,8 @@ from ros2_cuda_ipc_examples.pipelines.restarts import Restarts
 def _report(name: str, pid: int, **counts: int) -> str:
     base = {"in": 0, "out": 0, "checked": 0, "bad": 0, "stale": 0, "lost": 0, "gone": 0}
     return json.dumps({"node": f"/ns/{name}", "pid": pid, "time": 1.0,
-                       "latency_ms": {"p50": None, "p99": None, "n": 0}, **base, **counts})
+                       "latency_ms": {"p50": None, "p99": None, "n": 0},
+                       "latency_ms_total": {"p50": None, "p99": None, "n": 0}, **base, **counts})
 
 
 class _Table(StatsTable):

@@ -132,6 +132,8 @@ def _check_fields(report: Report) -> None:
             raise ReportRejected(f"{key!r} not a string")
     if "elapsed_s" in report and not (report["elapsed_s"] is None or _is_number(report["elapsed_s"])):
         raise ReportRejected("'elapsed_s' not a number")
+    if "latency_ms_total" not in report:  # every node's report has it (the summary's latency is made of it)
+        raise ReportRejected("'latency_ms_total' missing")
     for key in _LATENCIES:
         if key in report and not _is_latency(report[key]):
             raise ReportRejected(f"{key!r} not percentiles and a count")
