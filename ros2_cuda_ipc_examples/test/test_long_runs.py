@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ros2_cuda_ipc_examples.bench.multicam import multicam_row
-from ros2_cuda_ipc_examples.nodes.frame_stats import LatencySamples, ProcessCpu, gc_pauses
+from ros2_cuda_ipc_examples.nodes.frame_stats import FrameTrace, LatencySamples, ProcessCpu, gc_pauses, tail_breakdown
 from ros2_cuda_ipc_examples.pipelines.live_table import StatsTable
 from ros2_cuda_ipc_examples.pipelines.reports import parse_report
 from ros2_cuda_ipc_examples.pipelines.restarts import Restarts
@@ -209,3 +209,23 @@ def test_frames_a_restart_lost_count_as_lost():
     third_life = json.loads(_report("encoder", 300, checked=5, **{"in": 5}))
     table.add_message(json.dumps({**third_life, "seq_first": 3, "seq_last": 7}))  # a new camera's numbers
     assert table.latest["encoder"]["lost"] == 2 + 47
+
+
+def test_a_restarted_node_s_trace_keeps_its_earlier_lives_lines(tmp_path):
+    """Before: a restarted node opened its trace with "w": after an encoder kill, trace/encoder.jsonl held only the
+    second life's 198 lines.  Now each life appends, a line at a time, and a line torn by a SIGKILL is skipped."""
+    path = tmp_path / "trace" / "encoder.jsonl"
+    for life in range(2):
+        trace = FrameTrace(path)
+        for frame in range(50):
+            trace.start(waited_ms=1.0)
+            trace.mark()
+            trace.finish(latency_ms=float(frame + 100 * life))
+        if life == 0:  # killed mid-line: what reached the file stops inside a record
+            trace._out.write('{"latency_ms": 12')
+            trace._out.flush()
+        else:
+            trace.close()
+    lines = path.read_text().splitlines()
+    assert len(lines) == 101 and lines[50] == '{"latency_ms": 12'  # both lives' 50 lines and the torn one apart
+    assert tail_breakdown(path)["frames"] == 100
