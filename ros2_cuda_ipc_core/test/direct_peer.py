@@ -11,7 +11,7 @@ Genuine ends (each answers a command line on stdin with one JSON line):
   subscriber TOPIC DELIVERY N  N TypedSubscriptions of the topic in one node.  ``seen`` (the main-SEQ numbers
                                each saw, its stats, the p50 of stamp-to-callback in ms); ``quit``.
 
-Hostile ends (they print one JSON line when set up, then wait for a line on stdin):
+Hostile ends (they print one JSON line when set up, then on a line from stdin end, saying so):
 
   silent SOCKET TOPIC N PROCS   N direct channels over PROCS processes (forked), none ever read
   garbage SOCKET TOPIC          one channel, then forged records sent up it as fast as it takes them
@@ -182,7 +182,7 @@ def channel(path: str, topic: str) -> socket.socket | None:
     return sock
 
 
-def silent(path: str, topic: str, count: str, procs: str) -> None:
+def silent(path: str, topic: str, count: str, procs: str) -> dict[str, bool]:
     """``count`` channels, never read, over ``procs`` processes; says how many each got, waits for stdin."""
     per, children = int(count) // int(procs), []
     for _ in range(int(procs) - 1):
@@ -203,9 +203,10 @@ def silent(path: str, topic: str, count: str, procs: str) -> None:
     for pid, _ in children:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+    return {"done": True}
 
 
-def garbage(path: str, topic: str) -> None:
+def garbage(path: str, topic: str) -> dict[str, bool]:
     """A channel that sends forged records up to the pool until the pool closes it."""
     sock = channel(path, topic)
     assert sock is not None
@@ -222,9 +223,10 @@ def garbage(path: str, topic: str) -> None:
     else:
         answer(sent=sent, ended=None, seconds=time.monotonic() - started)
     sys.stdin.readline()
+    return {"done": True}
 
 
-def malformed(path: str) -> None:
+def malformed(path: str) -> dict[str, bool]:
     """Three malformed requests and one valid request in two writes: which the pool closed, and how soon."""
     request = subscribe_request("/split")
     junk = {"http": b"GET / HTTP/1.0\r\n\r\n", "too_long": request + b"x", "zero_topic": b"R2CD\x01\x00\x00\x00"}
@@ -244,6 +246,7 @@ def malformed(path: str) -> None:
             closed[name] = True
     answer(closed=closed, seconds=time.monotonic() - started)
     sys.stdin.readline()
+    return {"done": True}
 
 
 def channel_raw(path: str) -> socket.socket:

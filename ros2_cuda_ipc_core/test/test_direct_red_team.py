@@ -1,0 +1,204 @@
+"""The direct delivery path against a hostile local peer (issue 33's red-team list), on real processes: a typed
+publisher and typed subscriptions over real rclpy, host pools, and hostile peers of the same user
+(``direct_peer.py``).
+
+- a message the direct frame cannot carry goes by DDS alone, publish never raises, and it is said once;
+- channels that never read cost the publisher O(1) a publication once stalled, a pid keeps a few of them, a full
+  pool makes room for a genuine subscriber by closing the one stalled longest, and one it refuses says so;
+- 40 direct subscriptions in one process all read zero-copy (a channel is not a handout in flight);
+- a channel that sends anything (forged records) is closed at once, said once, and genuine frames flow;
+- malformed subscribe requests are closed at once, a valid one split over two writes is accepted;
+- pool-named sockets that never answer cost one wait each, then are retried rarely and one at a time.
+
+No timing assertions: counts and bounds only.  The throughput figures are in docs/decisions.md.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+PEER = str(Path(__file__).with_name("direct_peer.py"))
+
+
+class Peer:
+    """A ``direct_peer.py`` process: one JSON line per command; stderr kept."""
+
+    def __init__(self, *args: str) -> None:
+        self.first: Any = None  #: its first line (set up), once read
+        self.proc = subprocess.Popen([sys.executable, PEER, *args], text=True, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def read(self) -> Any:
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"the peer ended: {self.stderr()}")
+            if line.startswith("{"):
+                return json.loads(line)
+
+    def ask(self, line: str) -> Any:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self.read()
+
+    def stderr(self) -> str:
+        self.proc.kill()
+        return self.proc.communicate(timeout=30)[1]
+
+
+@contextmanager
+def peers() -> Iterator[Callable[..., Peer]]:
+    started: list[Peer] = []
+
+    def start(*args: str) -> Peer:
+        started.append(Peer(*args))
+        started[-1].first = started[-1].read()
+        return started[-1]
+
+    try:
+        yield start
+    finally:
+        for peer in started:
+            peer.proc.kill()
+            peer.proc.wait()
+
+
+def wait_for(what: Callable[[], Any], timeout: float = 60.0) -> Any:
+    """``what()`` once it is true (polled), or its last value after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = what()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.1)
+
+
+def test_a_message_the_direct_frame_cannot_carry_goes_by_dds_alone_and_publish_never_raises():
+    with peers() as start:
+        pub = start("publisher", "/red_uncarried")
+        direct, executor = start("subscriber", "/red_uncarried", "direct"), start("subscriber", "/red_uncarried",
+                                                                                  "executor")
+        assert pub.ask("match 2")["matched"] == 2
+        cases = ["0 0", "5000 0", "0 1600", "70000 0", "0 0"]  # plain, long frame_id, 1600 fields, both long, plain
+        for seq, case in enumerate(cases):
+            assert pub.ask(f"send {seq} {case}") == {"ok": True}
+            for sub in (direct, executor):  # each frame reached both before the next (their acknowledgement)
+                assert wait_for(lambda sub=sub, seq=seq: seq in sub.ask("seen")["seen"][0]), (seq, sub.ask("seen"))
+        stats = pub.ask("stats")["stats"]
+        seen = direct.ask("seen")
+        log = pub.stderr()
+    assert seen["seen"] == [[0, 1, 2, 3, 4]] and seen["stats"][0]["frames"] == {"zero_copy": 5, "fallback": 0,
+                                                                               "refused": 0}
+    assert stats["direct_skipped"] == 3, stats
+    assert log.count("went by DDS alone") == 2, log  # once for frame_ids, once for templates
+    assert "Traceback" not in log
+
+
+def test_a_full_pool_refuses_a_subscriber_that_says_so_and_makes_room_once_the_silent_channels_stall():
+    with peers() as start:
+        pub = start("publisher", "/red_silent")
+        silent = start("silent", pub_socket(pub), "/red_silent", "256", "64")  # 4 a pid: the most a pid may keep stalled
+        assert pub.ask("stats")["stats"]["direct_channels"] == 256
+        refused = start("subscriber", "/red_silent", "direct")
+        pub.ask("match 1")
+        pub.ask("send 0")
+        assert wait_for(lambda: refused.ask("seen")["stats"][0]["direct"]["direct_refused"] == 1)
+        first = refused.ask("seen")
+        assert first["seen"] == [[0]]  # by DDS: a refused channel costs the frame nothing
+        flood = pub.ask("rate 3")  # every silent channel fills up and stalls
+        assert flood["stats"]["direct_stalls"] >= 256 and flood["stats"]["direct_evicted"] == 0, flood["stats"]
+        genuine = start("subscriber", "/red_silent", "direct")
+        pub.ask("match 2")
+        for seq in range(1, 40):
+            pub.ask(f"send {seq}")
+            if genuine.ask("seen")["stats"][0]["arrived"].get("direct", 0) >= 5:
+                break
+            time.sleep(0.05)
+        got = genuine.ask("seen")
+        stats = pub.ask("stats")["stats"]
+        silent.ask("")
+        refused_log = refused.stderr()
+    assert got["stats"][0]["arrived"].get("direct", 0) >= 5, got  # the genuine one reads directly beside them
+    assert got["stats"][0]["direct"]["direct_refused"] == 0
+    assert stats["direct_evicted"] >= 1 and stats["direct_refused"] == 1, stats  # it took a stalled one's place
+    assert refused_log.count("refused this subscription a direct channel") == 1, refused_log
+
+
+def pub_socket(pub: Peer) -> str:
+    return str(pub.first["socket"])
+
+
+def test_a_pid_keeps_at_most_four_channels_that_do_not_read():
+    with peers() as start:
+        pub = start("publisher", "/red_few")
+        silent = start("silent", pub_socket(pub), "/red_few", "12", "1")
+        stats = pub.ask("rate 2")["stats"]
+        silent.ask("")
+        log = pub.stderr()
+    assert stats["direct_subscribed"] == 12 and stats["direct_channels"] == 4 and stats["direct_evicted"] == 8, stats
+    assert log.count("channels that do not read") == 1, log  # said once
+
+
+def test_forty_direct_subscriptions_in_one_process_all_read_zero_copy():
+    with peers() as start:
+        pub = start("publisher", "/red_forty")
+        subs = start("subscriber", "/red_forty", "direct", "40")
+        assert pub.ask("match 40")["matched"] == 40
+        for seq in range(10):
+            pub.ask(f"send {seq}")
+            assert wait_for(lambda seq=seq: all(seq in seen for seen in subs.ask("seen")["seen"]))
+        result = subs.ask("seen")
+        stats = pub.ask("stats")["stats"]
+    assert all(s["frames"] == {"zero_copy": 10, "fallback": 0, "refused": 0} for s in result["stats"]), result["stats"]
+    assert sum(s["direct"]["direct_channels_opened"] for s in result["stats"]) == 40
+    assert stats["peer_limit_refusals"] == 0 and stats["direct_subscribed"] == 40, stats
+
+
+def test_a_channel_that_floods_forged_records_is_closed_at_once_and_genuine_frames_flow():
+    with peers() as start:
+        pub = start("publisher", "/red_garbage")
+        genuine = start("subscriber", "/red_garbage", "direct")
+        pub.ask("match 1")
+        flood = start("garbage", pub_socket(pub), "/red_garbage")  # its first line: closed, or 10 s of sending
+        for seq in range(20):
+            pub.ask(f"send {seq}")
+            assert wait_for(lambda seq=seq: seq in genuine.ask("seen")["seen"][0])
+        got = genuine.ask("seen")
+        stats = pub.ask("stats")["stats"]
+        flood.ask("")
+        log = pub.stderr()
+    assert stats["direct_garbage"] == 1 and stats["direct_channels"] == 1, stats  # the genuine one's alone
+    assert got["stats"][0]["arrived"].get("direct", 0) >= 15, got
+    assert log.count("sent bytes after its request") == 1, log
+
+
+def test_malformed_requests_are_closed_at_once_and_a_split_request_is_accepted():
+    with peers() as start:
+        pub = start("publisher", "/red_malformed")
+        closed = start("malformed", pub_socket(pub)).first["closed"]
+        stats = wait_for(lambda: (s := pub.ask("stats")["stats"])["direct_channels"] == 1 and s)
+    assert closed == {"http": True, "too_long": True, "zero_topic": True, "split": False}, closed
+    assert stats["malformed_requests"] == 3 and stats["direct_subscribed"] == 1, stats
+
+
+def test_pool_named_sockets_that_never_answer_cost_one_wait_each_then_are_retried_rarely():
+    with peers() as start:
+        pub = start("publisher", "/red_stall")
+        sub = start("subscriber", "/red_stall", "executor")
+        pub.ask("match 1")
+        stall = start("stall", "/red_stall", "10", "20")  # 10 silent sockets, 20 forged descriptors a second
+        windows = [pub.ask("paced 4 50") and sub.ask("seen") for _ in range(4)]
+        connections = stall.ask("")["connections"]
+    # Each socket made the reader wait once (its first descriptor), then was tried again at most once every
+    # QUIET x 0.5 s = 10 s, one socket at a time: over 16 s, 10 first waits and at most two retries.
+    assert all(count >= 1 for count in connections) and sum(connections) <= 10 + 2, connections
+    assert windows[-1]["frames"] > 0 and windows[-1]["stats"][0]["frames"]["zero_copy"] > 0, windows[-1]
