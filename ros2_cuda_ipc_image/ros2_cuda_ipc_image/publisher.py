@@ -19,6 +19,7 @@ from ros2_cuda_ipc_core import (
     strided_source,
     warm_up_jpeg,
 )
+from ros2_cuda_ipc_core.typed import check_count, check_index, check_optional_count
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
 from .bridge import to_image_msg
@@ -47,6 +48,9 @@ class ImagePublisher(TypedPublisher[ImageLayout, GpuImage]):
                  block_count: int = 4, memory: MemoryKind = "auto", device: int = 0, qos: Any = 10,
                  reuse_delay: float = DEFAULT_REUSE_DELAY, fallback: bool = True, fallback_rate: float = 0.0,
                  fallback_topic: str | None = None, jpeg_quality: int | None = None) -> None:
+        width, height = check_count("width", width), check_count("height", height)
+        row_alignment = check_count("row_alignment", row_alignment)
+        channels, row_stride = check_optional_count("channels", channels), check_optional_count("row_stride", row_stride)
         self.jpeg_quality = _jpeg_quality(node, jpeg_quality) if node is not None and fallback else DEFAULT_JPEG_QUALITY
         if encoding:
             enc_dtype, enc_channels = encoding_layout(encoding)
@@ -55,8 +59,6 @@ class ImagePublisher(TypedPublisher[ImageLayout, GpuImage]):
             check_consistent(encoding, dtype, channels)
         elif dtype is None or channels is None:
             raise ValueError("give an encoding, or both dtype and channels")
-        if width <= 0 or height <= 0 or row_alignment <= 0:
-            raise ValueError(f"width={width}, height={height} and row_alignment={row_alignment} must be positive")
         dtype = np.dtype(dtype)
         row_bytes = width * channels * dtype.itemsize
         stride = row_stride if row_stride is not None else -(-row_bytes // row_alignment) * row_alignment
@@ -114,7 +116,7 @@ def _jpeg_quality(node: Any, quality: int | None) -> int:
         if not node.has_parameter("jpeg_quality"):
             node.declare_parameter("jpeg_quality", DEFAULT_JPEG_QUALITY)
         quality = int(node.get_parameter("jpeg_quality").value)
-    if not 1 <= quality <= 100:
+    if not 1 <= check_index("jpeg_quality", quality) <= 100:
         raise ValueError(f"jpeg_quality {quality} is outside 1..100")
     return quality
 

@@ -12,6 +12,8 @@ from .view import ImageView
 class ImageReader(TypedReader[ImageLayout, GpuImage, ImageView]):
     """Reads ``GpuImage`` messages; share one ``Reader`` between typed readers to share pool imports."""
 
+    message_type = GpuImage
+
     def layout_of(self, msg: GpuImage) -> ImageLayout:
         return ImageLayout.from_message(msg)
 

@@ -16,6 +16,7 @@ from ros2_cuda_ipc_core import (
     copy_strided,
     strided_source,
 )
+from ros2_cuda_ipc_core.typed import check_count, check_optional_count
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 
 from .bridge import to_pointcloud2_msg
@@ -43,8 +44,9 @@ class PointCloudPublisher(TypedPublisher[CloudLayout, GpuPointCloud2]):
                  memory: MemoryKind = "auto", device: int = 0, qos: Any = 10,
                  reuse_delay: float = DEFAULT_REUSE_DELAY, fallback: bool = True, fallback_rate: float = 0.0,
                  fallback_topic: str | None = None) -> None:
-        if width <= 0 or height <= 0:
-            raise ValueError(f"width={width} and height={height} must be positive (they are the capacity)")
+        capacity = " (width x height points is the capacity)"
+        width, height = check_count("width", width, capacity), check_count("height", height, capacity)
+        point_step, row_step = check_optional_count("point_step", point_step), check_optional_count("row_step", row_step)
         layout = CloudLayout.create(fields, width, height, point_step, row_step)
         super().__init__(node, topic, GpuPointCloud2, layout, block_count=block_count, memory=memory, device=device,
                          qos=qos, reuse_delay=reuse_delay, fallback=fallback, fallback_rate=fallback_rate,

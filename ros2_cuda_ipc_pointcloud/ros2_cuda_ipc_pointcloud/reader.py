@@ -20,6 +20,8 @@ class PointCloudReader(TypedReader[CloudLayout, GpuPointCloud2, PointCloudView])
     (a layout seen before is not parsed again: see ``LayoutCache``).
     """
 
+    message_type = GpuPointCloud2
+
     def __init__(self, reader: Reader | None = None, allowed_uids: Iterable[int] | None = None, *,
                  node: Any = None, topic: str | None = None, diagnostics: bool = True) -> None:
         super().__init__(reader, allowed_uids, node=node, topic=topic, diagnostics=diagnostics)

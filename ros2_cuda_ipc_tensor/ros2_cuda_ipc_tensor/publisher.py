@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, InvalidDescriptorError, MemoryKind, StreamLike, TypedPublisher, strided_source
+from ros2_cuda_ipc_core.typed import check_integers
 from ros2_cuda_ipc_msgs.msg import GpuTensor
 
 from .frame import TensorFrame
@@ -19,12 +20,15 @@ class TensorPublisher(TypedPublisher[TensorLayout, GpuTensor]):
     a batch that varies).  ``dtype``: numpy, torch, a name (``"bfloat16"``) or a DLPack ``(code, bits, lanes)``.
     ``strides`` in elements (None: contiguous; a transposed or channels-last layout travels as it is).
     ``dim_names``: none, or one per dimension.  ``block_count``, ``memory``, ``device`` and ``reuse_delay``
-    configure the pool as in ``TypedPublisher``.  Bad arguments are a ValueError naming them.
+    configure the pool as in ``TypedPublisher``.  Bad arguments are a ValueError naming them (a TypeError where one is
+    not an int).
     """
 
     def __init__(self, node: Any, topic: str, *, shape: Sequence[int], dtype: Any, strides: Sequence[int] | None = None,
                  dim_names: Sequence[str] = (), block_count: int = 4, memory: MemoryKind = "auto", device: int = 0,
                  qos: Any = 10, reuse_delay: float = DEFAULT_REUSE_DELAY) -> None:
+        shape = check_integers("shape", shape)
+        strides = None if strides is None else check_integers("strides", strides)
         try:
             layout = TensorLayout.create(shape, dtype, strides, dim_names)
             if 0 in layout.shape:

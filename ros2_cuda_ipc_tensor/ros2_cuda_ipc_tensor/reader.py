@@ -15,6 +15,8 @@ class TensorReader(TypedReader[TensorLayout, GpuTensor, TensorView]):
     Every field is checked against the descriptor's ``byte_size`` before any lease is taken.
     """
 
+    message_type = GpuTensor
+
     def layout_of(self, msg: GpuTensor) -> TensorLayout:
         return TensorLayout.from_message(msg)
 

@@ -8,6 +8,14 @@ A typed package adds meaning only (encodings, point fields).  Import these names
 
 from .arrays import ArrayProtocols, ArrayView
 from .bridge_nodes import DEFAULT_MAX_FRAME_BYTES, DownloadBridge, UploadBridge, check_frame_bytes
+from .checks import (
+    check_count,
+    check_index,
+    check_integers,
+    check_message_type,
+    check_optional_count,
+    require_cuda_for,
+)
 from .frame import BlockPublisher, TypedFrame
 from .layout import BlockLayout, StridedLayout, TypedMessage
 from .publisher import TypedPublisher
@@ -40,7 +48,13 @@ __all__ = [
     "TypedSubscription",
     "TypedView",
     "UploadBridge",
+    "check_count",
     "check_frame_bytes",
+    "check_index",
+    "check_integers",
+    "check_message_type",
+    "check_optional_count",
+    "require_cuda_for",
     "strided_source",
     "twin_topic",
 ]

@@ -12,6 +12,7 @@ from ..pool import DEFAULT_REUSE_DELAY, BlockManager, MemoryKind
 from ..publish_block import PublishBlock
 from ..streams import StreamLike
 from ..transfer import copy_rows
+from .checks import check_count, check_index, check_optional_count
 from .frame import TypedFrame
 from .layout import BlockLayout, TypedMessage
 from .twins import CpuTwins, TwinSpec, twin_topic
@@ -48,6 +49,9 @@ class TypedPublisher(Generic[L, M]):
                  block_count: int = 4, memory: MemoryKind = "auto", device: int = 0, qos: Any = 10,
                  reuse_delay: float = DEFAULT_REUSE_DELAY, fallback: bool = True, fallback_rate: float = 0.0,
                  fallback_topic: str | None = None, diagnostics: bool = True) -> None:
+        block_size = check_optional_count("block_size", block_size)
+        block_count = check_count("block_count", block_count)
+        device = check_index("device", device)
         self.layout = layout
         self.message_type = message_type
         self.pool = BlockManager(block_size or layout.padded_extent, block_count=block_count, memory=memory,

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from ..diagnostics import ReaderDiagnostics
 from ..errors import InvalidDescriptorError
 from ..read_handle import ReadHandle
 from ..reader import Reader
 from ..streams import StreamLike, stream_handle
+from .checks import check_message_type
 from .layout import BlockLayout, TypedMessage
 
 L = TypeVar("L", bound=BlockLayout)
@@ -23,7 +24,11 @@ class TypedReader(Generic[L, M, V]):
     Share one ``Reader`` between typed readers so a pool is imported once per process.  Given the ``node`` it
     reads for (and the ``topic``, for the report), it is reported on ``/diagnostics`` once a second unless
     ``diagnostics=False`` or the node's ``diagnostics`` parameter is false.
+
+    ``message_type``: the message class a subclass reads; :meth:`read` refuses another with a ``TypeError``.
     """
+
+    message_type: ClassVar[type | None] = None
 
     def __init__(self, reader: Reader | None = None, allowed_uids: Iterable[int] | None = None, *,
                  node: Any = None, topic: str | None = None, diagnostics: bool = True) -> None:
@@ -52,6 +57,8 @@ class TypedReader(Generic[L, M, V]):
         template's layout once per block size, not per frame).
         """
         if layout is None:
+            if self.message_type is not None:
+                check_message_type(msg, self.message_type, type(self).__name__)
             try:
                 layout = self.layout_of(msg)
             except InvalidDescriptorError:

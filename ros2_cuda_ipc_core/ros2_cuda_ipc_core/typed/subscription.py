@@ -38,6 +38,7 @@ from ..errors import CudaUnavailableError, InvalidDescriptorError, PoolUnavailab
 from ..pool import MemoryKind
 from ..streams import StreamLike
 from ..topic_check import check_topic
+from .checks import require_cuda_for
 from .reader import TypedReader
 from .twins import twin_topic
 from .upload import TwinUpload
@@ -100,6 +101,7 @@ class TypedSubscription(Generic[V]):
             raise ValueError(f"fallback={fallback!r}: give 'auto' (read a twin when zero-copy cannot work) or 'never'")
         if memory not in ("auto", "host", "cuda"):
             raise ValueError(f"memory={memory!r}: give 'auto', 'host' or 'cuda'")
+        require_cuda_for(memory)  # where a fallback frame would land: said at once, as a publisher says it
         if delivery not in ("executor", "direct"):
             raise ValueError(f"delivery={delivery!r}: give 'executor' (the callback runs in the node's executor) or "
                              "'direct' (on the subscription's own thread, as soon as a frame arrives)")
