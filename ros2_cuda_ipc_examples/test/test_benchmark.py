@@ -203,3 +203,41 @@ def test_an_interrupted_run_is_written_as_partial_and_says_so(tmp_path: Path) ->
     partial = json.loads((tmp_path / "results-partial.json").read_text())
     assert partial["partial"]["stopped_by"] == "Ctrl-C" and partial["partial"]["cases_done"] == len(partial["results"])
     assert (tmp_path / "results-partial.md").read_text().startswith("**Partial run: stopped by Ctrl-C after ")
+
+
+def _png_whole(path: Path) -> bool:
+    data = path.read_bytes()
+    return data[:8] == b"\x89PNG\r\n\x1a\n" and data[-12:-4] == b"\x00\x00\x00\x00IEND"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="plots need matplotlib")
+def test_sigint_while_plotting_says_what_was_written_and_that_it_was_interrupted(tmp_path: Path) -> None:
+    """Before: no PNG, no 'wrote' line and no 'interrupted' line.  The signal is sent once the run says it draws
+    (importing matplotlib alone takes a second); a run whose plots were all drawn by then is run again."""
+    for _attempt in range(3):
+        out_dir = tmp_path / f"run{_attempt}"
+        bench = subprocess.Popen([*COMMAND, "--memory", "host", "--payloads", "64x48", "--frames", "3", "--warmup", "1",
+                                  "--rates", "20", "--transports", "floor", "--out", str(out_dir)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert bench.stdout is not None
+        try:
+            lines = []
+            for line in bench.stdout:
+                lines.append(line)
+                if line.startswith("benchmark: drawing the plots"):
+                    bench.send_signal(signal.SIGINT)
+                    break
+            rest, err = bench.communicate(timeout=60)
+        finally:
+            bench.kill()
+        out = "".join(lines) + rest
+        assert bench.returncode == 0 and "Traceback" not in err, out + err
+        if "benchmark: done in" not in out:
+            break
+    wrote = next(line for line in out.splitlines() if line.startswith("benchmark: wrote "))
+    assert wrote.startswith(f"benchmark: wrote {out_dir / 'results.json'}, {out_dir / 'results.md'}"), out
+    assert "benchmark: plotting interrupted" in out, out
+    assert out.rstrip().splitlines()[-1].startswith("benchmark: interrupted by Ctrl-C while plotting, after all 2 cases"), out
+    assert json.loads((out_dir / "results.json").read_text())["results"]
+    assert not list(out_dir.glob(".*.drawing")), list(out_dir.iterdir())  # no half-written PNG
+    assert all(_png_whole(png) for png in out_dir.glob("*.png"))

@@ -36,7 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, bounded_number, tool_parser
+from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, bounded_number, stop_reason, tool_parser
 
 from . import plots, results
 from .arrays import GPU_LIBRARIES, installed_gpu_libraries
@@ -183,8 +183,7 @@ class Progress:
             outcome = f"ready p50 {ready['p50']:,.0f} us, p99 {ready['p99']:,.0f} us"
         else:
             outcome = "no frame arrived"
-        problems = ", ".join(f"{result[key]} {key.replace('_', ' ')}" for key in
-                             ("dropped", "bad", "stale", "errors", "late_ticks", "no_block") if result[key])
+        problems = results.problems(result)  # what the "Frames not verified" notes say of it too
         self._write(f"[{case.index + 1}/{self.total}] {case.title}: {outcome}, "
                     f"{result['verified']}/{result['measured_sent']} sent verified" + (f" ({problems})" if problems else ""),
                     "\n")
@@ -271,7 +270,13 @@ def run(args: argparse.Namespace, plan: Plan, notes: list[str], outcome: dict[st
             consumer.process.terminate()
             consumer.process.wait(timeout=5)
         if run_record["results"]:
-            write_outputs(args.out, run_record, "results-partial" if run_record.get("partial") else "results")
+            try:
+                write_outputs(args.out, run_record, "results-partial" if run_record.get("partial") else "results")
+            except KeyboardInterrupt as stop:  # while plotting a whole run: every case ran, the plots did not all
+                if outcome is not None and not outcome:
+                    outcome.update(stopped_by=stop_reason(stop), cases_done=len(run_record["results"]),
+                                   cases_planned=len(plan.cases), plotting=True)
+                raise
     return 0 if all(result["bad"] == 0 for result in run_record["results"]) else 1
 
 
@@ -286,8 +291,6 @@ def new_run_record(args: argparse.Namespace, plan: Plan, notes: list[str]) -> di
 
 def mark_partial(run_record: dict[str, Any], stop: BaseException, planned: int, outcome: dict[str, Any] | None) -> None:
     """Mark a run stopped before its last case: its files say so, and are not a full run's."""
-    from ros2_cuda_ipc_core import stop_reason
-
     run_record["partial"] = {"stopped_by": stop_reason(stop), "cases_done": len(run_record["results"]),
                              "cases_planned": planned}
     if outcome is not None:
@@ -303,13 +306,20 @@ def write_outputs(out: Path, run_record: dict[str, Any], stem: str = "results") 
     print("\n" + table, flush=True)
     written = [out / f"{stem}.json", out / f"{stem}.md"]
     missing = plots.matplotlib_missing()
-    if stem != "results":
-        print("benchmark: no plots for a partial run (they would replace a full run's)", flush=True)
-    elif missing:
-        print(f"benchmark: {missing}", flush=True)
-    else:
-        written += plots.draw(run_record["results"], out)
-    print("benchmark: wrote " + ", ".join(str(path) for path in written), flush=True)
+    try:
+        if stem != "results":
+            print("benchmark: no plots for a partial run (they would replace a full run's)", flush=True)
+        elif missing:
+            print(f"benchmark: {missing}", flush=True)
+        else:
+            print("benchmark: drawing the plots", flush=True)
+            for path in plots.draw(run_record["results"], out):
+                written.append(path)
+    except KeyboardInterrupt:  # a stop while plotting: what was written is said, then the stop goes on
+        print("benchmark: plotting interrupted: the plots not listed below were not drawn", flush=True)
+        raise
+    finally:
+        print("benchmark: wrote " + ", ".join(str(path) for path in written), flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -322,7 +332,10 @@ def main(argv: list[str] | None = None) -> None:
     outcome: dict[str, Any] = {}
     code = run_tool(lambda: run(args, plan, notes, outcome))
     took = time.monotonic() - started
-    if outcome:
+    if outcome.get("plotting"):
+        print(f"benchmark: interrupted by {outcome['stopped_by']} while plotting, after all {outcome['cases_done']} "
+              f"cases in {took:.0f} s (results.json and results.md written; plots only as listed above)", flush=True)
+    elif outcome:
         written = "written as results-partial.*" if outcome["cases_done"] else "nothing written: no case had ended"
         print(f"benchmark: interrupted by {outcome['stopped_by']} after {outcome['cases_done']} of "
               f"{outcome['cases_planned']} cases in {took:.0f} s ({written})", flush=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +25,29 @@ def matplotlib_missing() -> str | None:
     return None
 
 
-def draw(results: list[dict[str, Any]], out: Path) -> list[Path]:
-    """Latency CDFs (one panel per rate and payload) and FPS bars (per payload and transport); the files written."""
+def _save(fig: Any, path: Path) -> Path:
+    """``fig`` as the PNG ``path``, closed; written beside it and renamed, so that a stop while it is drawn leaves
+    no half-written file (and a previous one whole)."""
+    import matplotlib.pyplot as plt
+
+    drawing = path.with_name(f".{path.name}.drawing")
+    try:
+        fig.savefig(drawing, dpi=DPI, format="png")
+        drawing.replace(path)
+    finally:
+        plt.close(fig)
+        drawing.unlink(missing_ok=True)
+    return path
+
+
+def draw(results: list[dict[str, Any]], out: Path) -> Iterator[Path]:
+    """Latency CDFs (one panel per rate and payload) and FPS bars (per payload and transport): each file once it
+    is written (a stop between them keeps those already written)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    written = []
     latency = [row for row in results if row["mode"] == "latency" and "ready" in row["samples_us"]]
     if latency:
         rates = list(dict.fromkeys(row["rate_hz"] for row in latency))
@@ -54,9 +70,7 @@ def draw(results: list[dict[str, Any]], out: Path) -> list[Path]:
             ax.set_ylabel("fraction of frames", fontsize=10)
         axes[0][0].legend(fontsize=9, loc="lower right")
         fig.tight_layout()
-        written.append(out / LATENCY_PNG)
-        fig.savefig(written[-1], dpi=DPI)
-        plt.close(fig)
+        yield _save(fig, out / LATENCY_PNG)
 
     throughput = [row for row in results if row["mode"] == "throughput"]
     if throughput:
@@ -75,10 +89,7 @@ def draw(results: list[dict[str, Any]], out: Path) -> list[Path]:
         ax.grid(True, axis="y", which="both", alpha=0.3)
         ax.legend(fontsize=9)
         fig.tight_layout()
-        written.append(out / FPS_PNG)
-        fig.savefig(written[-1], dpi=DPI)
-        plt.close(fig)
-    return written
+        yield _save(fig, out / FPS_PNG)
 
 
 MULTICAM_PNG = "multicam.png"
@@ -104,7 +115,4 @@ def draw_multicam(rows: dict[str, dict[str, Any]], labels: dict[str, str], title
     cores.set_ylabel("the whole pipeline's CPU, cores")
     fig.suptitle(title)
     fig.tight_layout()
-    path = out / MULTICAM_PNG
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, out / MULTICAM_PNG)

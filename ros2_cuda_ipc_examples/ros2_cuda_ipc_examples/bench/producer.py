@@ -38,16 +38,26 @@ STALL_TIMEOUT_S = 2.0
 
 @dataclass
 class SentFrames:
-    """The producer's account of one case."""
+    """The producer's account of one case.  The counts of frames not sent are of measured frames, as the
+    consumer's counts are: with ``len(send_us)`` they add up to the case's ``frames`` (warm-up frames not sent
+    are ``warmup_not_sent``)."""
 
-    sent: int = 0
+    sent: int = 0  # every frame sent, warm-up ones included
     late_ticks: int = 0  # latency mode: ticks skipped because the previous frame was still being sent
     no_block: int = 0  # ros2_cuda_ipc: every block still held by the reader
     stalls: int = 0  # throughput mode: acknowledgement waits that timed out
     unsent: int = 0  # throughput mode: frames not sent because the case's time was up
+    warmup_not_sent: int = 0
     first_ns: int | None = None  # stamp of the first measured frame
     send_us: list[float] = field(default_factory=list)
     cpu: CpuSpan = field(default_factory=CpuSpan)  # this process's CPU over the measured frames
+
+    def not_sent(self, case: Case, seq: int, cause: str) -> None:
+        """Frame ``seq`` was not sent, for ``cause`` (a counter's name): counted there if it is a measured one."""
+        if seq < case.warmup:
+            self.warmup_not_sent += 1
+        else:
+            setattr(self, cause, getattr(self, cause) + 1)
 
 
 class Producer:
@@ -140,7 +150,7 @@ class Producer:
         for tick in range(case.total_frames):
             delay = start + tick * period - time.monotonic()
             if delay < -period:
-                sent.late_ticks += 1
+                sent.not_sent(case, tick, "late_ticks")
                 continue
             if delay > 0:
                 time.sleep(delay)
@@ -157,7 +167,8 @@ class Producer:
         for seq in range(case.total_frames):
             left = deadline - time.monotonic()
             if left <= 0:
-                sent.unsent = case.total_frames - seq
+                sent.warmup_not_sent += max(0, case.warmup - seq)
+                sent.unsent = case.total_frames - max(seq, case.warmup)
                 return
             if not self._spin_until(functools.partial(self._within_window, case.index, seq - window),
                                     min(STALL_TIMEOUT_S, left)):
@@ -173,7 +184,7 @@ class Producer:
         send = {"sensor_msgs": self._send_sensor, "floor": self._send_floor}.get(case.transport, self._send_block)
         stamped = send(case, seq)
         if stamped is None:
-            sent.no_block += 1
+            sent.not_sent(case, seq, "no_block")
             return
         sent.sent += 1
         if seq >= case.warmup:

@@ -29,7 +29,8 @@ def summarise(samples: list[float]) -> dict[str, float]:
 
 def case_result(case: Case, sent: SentFrames, report: dict[str, Any] | None) -> dict[str, Any]:
     """Everything known about one case.  ``measured_sent``: the measured frames the producer sent (a tick it was too
-    late for, or a frame with no free block, is never sent: counted apart); ``dropped``: those not verified."""
+    late for, or a frame with no free block, is never sent: counted apart); ``dropped``: those not verified
+    (:func:`shortfall` says why)."""
     report = report or {"received": 0, "measured": 0, "verified": 0, "bad": 0, "stale": 0, "errors": 0,
                         "last_error": "the consumer sent no report", "done_ns": 0, "samples_us": {}}
     samples = dict(report["samples_us"])
@@ -39,7 +40,7 @@ def case_result(case: Case, sent: SentFrames, report: dict[str, Any] | None) -> 
         "case": case.index, "mode": case.mode, "transport": case.transport, "payload": case.payload.name,
         "payload_bytes": case.payload.byte_size, "rate_hz": case.rate, "frames": case.frames, "warmup": case.warmup,
         "sent": sent.sent, "late_ticks": sent.late_ticks, "no_block": sent.no_block, "stalls": sent.stalls,
-        "unsent": sent.unsent,
+        "unsent": sent.unsent, "warmup_not_sent": sent.warmup_not_sent,
         **{key: report[key] for key in ("received", "measured", "verified", "bad", "stale", "errors", "last_error")},
         "measured_sent": len(sent.send_us),
         "dropped": len(sent.send_us) - report["verified"],
@@ -201,20 +202,47 @@ def _verified(row: dict[str, Any]) -> str:
     return f"{row['verified']}/{row['measured_sent']}" + (f" ({unsent} not sent)" if unsent else "")
 
 
+#: Why a measured frame was not sent, or sent and not verified, in words; :func:`shortfall` counts them.
+CAUSES = {
+    "late_ticks": "ticks skipped (the producer was still sending the previous frame)",
+    "no_block": "frames not sent (every block still held)",
+    "unsent": "frames not sent (the case's time was up)",
+    "lost": "frames sent but never delivered",
+    "stale": "stale descriptors (block reused before it was read)",
+    "errors": "read errors",
+    "wrong": "frames with wrong bytes",
+}
+
+
+def shortfall(row: dict[str, Any]) -> dict[str, int]:
+    """The measured frames not verified, by cause (those of :data:`CAUSES`, nonzero ones only): the first three add
+    up to the frames never sent (``frames - measured_sent``), the others to ``dropped`` (``measured_sent - verified``).
+    Warm-up frames are not in it: :func:`warmup_shortfall`."""
+    arrived = row["measured"] + row["stale"] + row["errors"]  # the consumer's measured frames, read or not
+    counts = {"late_ticks": row["late_ticks"], "no_block": row["no_block"], "unsent": row["unsent"],
+              "lost": max(0, row["measured_sent"] - arrived), "stale": row["stale"], "errors": row["errors"],
+              "wrong": row["measured"] - row["verified"]}
+    return {cause: count for cause, count in counts.items() if count}
+
+
+def warmup_shortfall(row: dict[str, Any]) -> dict[str, int]:
+    """Warm-up frames (not measured) not sent, sent and never delivered, or with wrong bytes; nonzero ones only."""
+    warmup_sent = row["sent"] - row["measured_sent"]
+    warmup_arrived = row["received"] - (row["measured"] + row["stale"] + row["errors"])
+    counts = {"not sent": row.get("warmup_not_sent", 0), "never delivered": max(0, warmup_sent - warmup_arrived),
+              "with wrong bytes": row["bad"] - (row["measured"] - row["verified"])}
+    return {what: count for what, count in counts.items() if count > 0}
+
+
 def problems(row: dict[str, Any]) -> str:
-    """Why measured frames were not sent or not verified, in words ('' when every one was both)."""
-    causes = {
-        "late_ticks": "ticks skipped (the producer was still sending the previous frame)",
-        "no_block": "frames not sent (every block still held)",
-        "stalls": "acknowledgements that timed out",
-        "unsent": "frames not sent (the case's time was up)",
-        "lost": "frames sent but never delivered",
-        "stale": "stale descriptors (block reused before it was read)",
-        "bad": "frames with wrong bytes",
-        "errors": "read errors",
-    }
-    counts = {**row, "lost": max(0, row["sent"] - row["received"])}
-    said = [f"{counts[key]} {text}" for key, text in causes.items() if counts[key]]
+    """Why measured frames were not sent or not verified, in words ('' when every one was both): the progress
+    line and the "Frames not verified" notes both say this."""
+    said = [f"{count} {CAUSES[cause]}" for cause, count in shortfall(row).items()]
+    if row["stalls"]:
+        said.append(f"{row['stalls']} acknowledgements that timed out")
+    warmup = warmup_shortfall(row)
+    if warmup:
+        said.append("warm-up frames (not measured): " + ", ".join(f"{count} {what}" for what, count in warmup.items()))
     if row["last_error"]:
         said.append(f"last error: {row['last_error']}")
     return "; ".join(said)
