@@ -9,6 +9,7 @@ converts them to an integer), and no value is sized into an allocation.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,28 +36,30 @@ ReportedCount = int | float | None
 
 _INT64 = 2**63
 _INT64_DIGITS = 20  # longer text never goes through int(): its cost grows with the square of the length
+#: What a number may be written as: ASCII decimal digits only (Python's float() and int() also take "1_000" and
+#: other scripts' digits, "\u0661\u0662\u0663" being 123), maybe signed, with a fraction and an exponent; or inf / nan.
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)",
+                      re.ASCII | re.IGNORECASE)
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_SPACES = " \t\n\r\f\v"
 
 
 def reported_number(text: str | None) -> float | None:
-    """The float ``text`` says (``inf``, ``-inf`` and ``nan`` included); None when absent or not a number."""
+    """The float ``text`` says in ASCII decimal (``inf``, ``-inf`` and ``nan`` included); None when absent or not a
+    number so written."""
     if text is None or text == NO_VALUE:
         return None
-    try:
-        return float(text)
-    except ValueError:
-        return None
+    text = text.strip(_SPACES)
+    return float(text) if _DECIMAL.fullmatch(text) else None
 
 
 def reported_count(text: str | None) -> ReportedCount:
-    """The integer ``text`` says, or, when it is no integer within int64, the float it parses to."""
-    if text is not None and len(text) <= _INT64_DIGITS:
-        try:
-            value = int(text)
-        except ValueError:
-            pass
-        else:
-            if -_INT64 <= value < _INT64:
-                return value
+    """The integer ``text`` says in ASCII digits, or, when it is no integer within int64, the float it parses to."""
+    digits = None if text is None else text.strip(_SPACES)
+    if digits is not None and len(digits) <= _INT64_DIGITS and _INTEGER.fullmatch(digits):
+        value = int(digits)
+        if -_INT64 <= value < _INT64:
+            return value
     number = reported_number(text)
     if number is not None and math.isfinite(number) and number.is_integer() and -_INT64 <= number < _INT64:
         return int(number)

@@ -39,6 +39,8 @@ def test_a_pool_and_a_reader_write_the_keys_the_format_names_and_read_back_as_wr
     ("inf", math.inf, math.inf), ("-Infinity", -math.inf, -math.inf), ("1e400", math.inf, math.inf),
     ("9" * 25, 1e25, 1e25), (str(2**63), 2.0**63, 2.0**63), ("9" * 5000, math.inf, math.inf),
     ("-", None, None), ("", None, None), ("abc", None, None), ("0x1f", None, None), (None, None, None),
+    ("1_000", None, None), ("\u0661\u0662\u0663", None, None), ("\uff17", None, None), ("1e", None, None),
+    ("+.5", 0.5, 0.5), ("\u00a07", None, None), ("9" * 5000 + "x", None, None),  # ASCII decimal only (issue 35)
 ])
 def test_a_reported_number_is_what_it_says_or_none(text, number, count):
     assert reported_number(text) == number and reported_count(text) == count

@@ -13,13 +13,16 @@ import json
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from fuzz_invariant import over_the_wire
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from parser_cost import measure
+from rclpy.serialization import serialize_message
 
 from ros2_cuda_ipc_core import STATUS_PREFIX
 from ros2_cuda_ipc_core.diagnostics_format import POOL_KEYS, READER_KEYS
 from ros2_cuda_ipc_tools.top import Board, render_screen
-from ros2_cuda_ipc_tools.top.render import CLEAR
+from ros2_cuda_ipc_tools.top.board import MAX_POOLS_PER_READER
+from ros2_cuda_ipc_tools.top.render import CLEAR, MAX_ROWS, cut_note
 
 TRIED: collections.Counter = collections.Counter()
 
@@ -86,13 +89,15 @@ def test_fuzzed_diagnostics_never_raise_nor_reach_the_terminal_raw(arrays, now):
 
     live = render_screen(rows, as_json=False, live=True, now=1.0)
     assert live.startswith(CLEAR) and not raw_characters(live[len(CLEAR):]), raw_characters(live[len(CLEAR):])[:5]
-    table = render_screen(rows, as_json=False, live=False, now=1.0)  # --once, and the live view off a terminal
-    assert not raw_characters(table) and table.count("\n") == (len(rows) if rows else 0)  # one line a row
+    table = render_screen(rows, as_json=False, live=False, now=1.0, cut=board.cut)  # --once, the live view elsewhere
+    note = cut_note({**board.cut, "rows": max(0, len(rows) - MAX_ROWS)})
+    lines = min(len(rows), MAX_ROWS) + bool(note)  # one line a row, and one saying what was left out
+    assert not raw_characters(table) and table.count("\n") == (lines if rows else bool(note)), (lines, note)
 
-    text = render_screen(rows, as_json=True, live=False, now=1.0)
+    text = render_screen(rows, as_json=True, live=False, now=1.0, cut=board.cut)
     assert text.isascii() and "\n" not in text and not raw_characters(text)
     snapshot = json.loads(text, parse_constant=refuse_constant)
-    assert len(snapshot["topics"]) == len(rows)
+    assert len(snapshot["topics"]) == min(len(rows), MAX_ROWS) and snapshot["cut"]["rows"] == len(rows) - len(snapshot["topics"])
     for topic in snapshot["topics"]:
         for record in (topic, *topic["readers"]):
             for field, was in record["nonfinite"].items():
@@ -101,7 +106,51 @@ def test_fuzzed_diagnostics_never_raise_nor_reach_the_terminal_raw(arrays, now):
     TRIED["rows"] += len(rows)
 
 
+@st.composite
+def crowds(draw: st.DrawFn) -> DiagnosticArray:
+    """Many pools, and readers that each name many of them (each pool named makes the reader an entry of its row):
+    the shape of issue 35's 647 KB message that made a 14.9 MB snapshot."""
+    pool_count, reader_count = draw(st.integers(1, 120)), draw(st.integers(0, 120))
+    node = draw(st.one_of(st.just("/r"), HOSTILE))
+    pools = [DiagnosticStatus(name=f"{STATUS_PREFIX}pool: {i}", values=[
+        KeyValue(key="kind", value="pool"), KeyValue(key="topic", value=f"/t{i % 7}"), KeyValue(key="pid", value=str(i)),
+        KeyValue(key="pool_id", value=f"{i:x}")]) for i in range(pool_count)]
+    named = ",".join(f"{i:x}:1" for i in range(draw(st.integers(0, pool_count))))
+    readers = [DiagnosticStatus(name=f"{STATUS_PREFIX}reader: {j}", values=[
+        KeyValue(key="kind", value="reader"), KeyValue(key="node", value=node), KeyValue(key="pid", value=str(j)),
+        KeyValue(key="pools", value=named)]) for j in range(reader_count)]
+    return DiagnosticArray(status=pools + readers)
+
+
+COST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                        HealthCheck.data_too_large])
+
+
+@COST
+@given(array=st.one_of(crowds(), st.lists(statuses(), max_size=8).map(lambda s: DiagnosticArray(status=s))))
+def test_a_snapshot_costs_and_prints_at_most_a_constant_times_its_input(array):
+    """Issue 35's rule for top: a snapshot's CPU time, tracemalloc peak and printed size are bounded by a constant
+    times the /diagnostics message's size (it was 14.9 MB of JSON in 10.2 s from 647 KB)."""
+    size = len(serialize_message(array))
+    received = over_the_wire(array)
+
+    def snapshot() -> tuple[str, str]:
+        board = Board()
+        board.add(received, now=0.0)
+        rows = board.rows(now=0.0)
+        return (render_screen(rows, as_json=True, live=False, now=1.0, cut=board.cut),
+                render_screen(rows, as_json=False, live=False, now=1.0, cut=board.cut))
+
+    (text, table), cost = measure(snapshot)
+    # A reader joins up to MAX_POOLS_PER_READER rows: each byte of it may be an entry 32 times over.
+    cost.assert_within(size, f"a snapshot of {len(array.status)} statuses", peak_per_byte=8 * MAX_POOLS_PER_READER)
+    assert len(text) <= 64 * size + 64 * 1024 and len(table) <= 64 * size + 64 * 1024, (size, len(text), len(table))
+    TRIED["cost examples"] += 1
+    TRIED["cut examples"] += bool(json.loads(text)["cut"]["readers"] or json.loads(text)["cut"]["pools"])
+
+
 def test_the_fuzz_tried_its_inputs():
     """How much the fuzz above tried (``pytest -s`` prints it); it made rows and non-finite fields, not only noise."""
     print(f"\ncuda_ipc_top fuzz: {dict(TRIED)}")
     assert TRIED["inputs"] >= FUZZ_TOP.max_examples and TRIED["rows"] > 0 and TRIED["nonfinite fields"] > 0, TRIED
+    assert TRIED["cost examples"] >= COST.max_examples and TRIED["cut examples"] > 0, TRIED

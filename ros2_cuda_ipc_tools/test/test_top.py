@@ -71,10 +71,59 @@ def test_once_json_with_nothing_running_prints_an_empty_board():
 
 
 def test_bad_arguments_are_refused_with_2():
-    for args in (["--period", "0"], ["--period", "soon"], ["--bogus"]):
+    for args in (["--period", "0"], ["--period", "soon"], ["--bogus"], ["--wait", "inf"], ["--period", "1_0"]):
         out = subprocess.run([sys.executable, "-m", "ros2_cuda_ipc_tools.top", *args], capture_output=True, text=True,
                              timeout=60)
         assert out.returncode == 2 and "Traceback" not in out.stderr, (args, out.stderr)
+        if args[0] != "--bogus":  # was "invalid _positive value: 'abc'"
+            assert out.stderr.strip().endswith(f"argument {args[0]}: {args[1]!r} is not a number of seconds in "
+                                               "(0, 86400]"), out.stderr
+
+
+def test_numbers_are_ascii_decimal_digits_only():
+    """Issue 35: int() and float() read "\u0661\u0662\u0663" as 123 and "1_000" as 1000; a report is not a Python literal."""
+    pool = status("ros2_cuda_ipc pool: /n", kind="pool", topic="/n", node="/p", pid="\u0661\u0662\u0663", pool_id="aa",
+                  blocks_in_use="1_000", blocks_free="\uff17", acquire_misses=" 7 ", rate_hz="2.5e1")
+    board = Board()
+    board.add(DiagnosticArray(status=[pool]), now=0.0)
+    row = board.rows(now=0.0)[0]
+    assert (row.pid, row.blocks_in_use, row.blocks_free, row.acquire_misses, row.rate_hz) == (None, None, None, 7, 25.0)
+
+
+def test_a_snapshot_is_bounded_and_says_what_it_left_out():
+    from rclpy.serialization import serialize_message
+    from top_peer import crowd_array
+
+    from ros2_cuda_ipc_tools.top.board import MAX_POOLS_PER_READER
+    from ros2_cuda_ipc_tools.top.render import JSON_READERS, MAX_ROWS, TEXT_CHARS
+
+    array = crowd_array(40, 150, "/r" + "\x01" * 1000)
+    board = Board()
+    board.add(array, now=0.0)
+    rows = board.rows(now=0.0)
+    assert board.cut == {"statuses": 0, "pools": 150 * (40 - MAX_POOLS_PER_READER)}
+    text = render_json(rows, 1.0, board.cut)
+    assert len(text) < 4 * len(serialize_message(array))  # 150 pools and readers: 305 KB made 139 MB of JSON
+    snapshot = strict_json(text)
+    joined = [row for row in snapshot["topics"] if row["readers"]]
+    assert len(snapshot["topics"]) == 40 and len(joined) == MAX_POOLS_PER_READER  # the first 32 pools each reader named
+    assert all(len(row["readers"]) == JSON_READERS and row["readers_not_shown"] == 150 - JSON_READERS for row in joined)
+    assert joined[0]["readers"][0]["node"] == "/r" + "\x01" * (TEXT_CHARS - 2) + "..."
+    assert snapshot["cut"] == {"rows": 0, "readers": MAX_POOLS_PER_READER * (150 - JSON_READERS),
+                               "strings": MAX_POOLS_PER_READER * JSON_READERS, "statuses": 0,
+                               "pools": 150 * (40 - MAX_POOLS_PER_READER)}
+    table = render_table(rows, board.cut)
+    assert table.splitlines()[-1] == f"not shown: {150 * (40 - MAX_POOLS_PER_READER)} pools readers named beyond " \
+                                     f"{MAX_POOLS_PER_READER} each"
+    assert len(table.splitlines()) == 1 + 40 + 1
+
+    many = Board()
+    many.add(crowd_array(600, 0, "/r"), now=0.0)
+    rows = many.rows(now=0.0)
+    assert len(rows) == 512 and many.cut == {"statuses": 88, "pools": 0}  # MAX_STATUSES kept
+    assert strict_json(render_json(rows, 1.0, many.cut))["cut"]["rows"] == 512 - MAX_ROWS
+    assert render_table(rows, many.cut).splitlines()[-1] == \
+        f"not shown: {512 - MAX_ROWS} rows beyond the first {MAX_ROWS}, 88 statuses heard beyond the 512 kept"
 
 
 def strict_json(text: str):
@@ -215,3 +264,24 @@ def test_hostile_statuses_from_a_real_publisher_kill_no_view(peers):
     os.close(screen)
     assert live.returncode == 0 and "Traceback" not in err, err
     assert shown in drawn and b"\x1b" not in drawn.replace(CLEAR.encode(), b"")  # its own clears, nothing else
+
+
+@pytest.mark.timeout(120)
+def test_once_prints_a_bounded_snapshot_of_a_crowd_from_a_real_publisher(peers):
+    """Issue 35: a 647 KB /diagnostics message of readers that each name every pool gave a 14.9 MB line in 10.2 s."""
+    import resource
+
+    peers("crowd", "200", "200")
+    deadline, rows, snapshot = time.monotonic() + 60, [], {}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    while not rows and time.monotonic() < deadline:
+        out = top_once("--json").stdout
+        snapshot = strict_json(out)
+        rows = [row for row in snapshot["topics"] if row["topic"].startswith("/crowd/")]
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(f"\ntop --once --json on a crowd: {len(out)} bytes, cut {snapshot['cut']}, "
+          f"{used.ru_utime + used.ru_stime - before.ru_utime - before.ru_stime:.1f} s of CPU")
+    assert len(out) < 1 << 20 and snapshot["cut"]["pools"] == 200 * (200 - 32) and snapshot["cut"]["rows"] > 0, \
+        snapshot["cut"]
+    assert snapshot["cut"]["strings"] > 0 and snapshot["cut"]["readers"] > 0
+    assert top_once().stdout.splitlines()[-1].startswith("not shown: ")

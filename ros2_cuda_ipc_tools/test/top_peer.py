@@ -4,6 +4,7 @@
     top_peer.py reader TOPIC        # an image subscription on TOPIC, its reader reporting
     top_peer.py late DELAY          # a /diagnostics publisher whose first report comes DELAY s after ``ready``
     top_peer.py hostile             # issue 28's statuses: inf, 1e400, nan, pools="aa:inf", an escape-laden topic
+    top_peer.py crowd POOLS READERS # issue 35's: READERS readers with 2 KB names, each naming all POOLS pools
 
 Each prints ``ready`` once it is reporting (``late``: once its publisher exists), then runs until SIGTERM.
 """
@@ -95,5 +96,26 @@ def hostile() -> None:
         _spin_until_stopped(node, 0.5, lambda: publisher.publish(array))
 
 
+def crowd_array(pools: int, readers: int, node: str) -> DiagnosticArray:
+    """``readers`` readers (named ``node``) that each name every one of ``pools`` pools: each pool named made the
+    reader an entry of that pool's row (issue 35: 647 KB of it made 14.9 MB of JSON in 10.2 s)."""
+    named = ",".join(f"{i:x}:1" for i in range(pools))
+    return DiagnosticArray(status=[
+        *(_status(f"pool: {i}", kind="pool", topic=f"/crowd/t{i}", node="/n", pid=str(i), pool_id=f"{i:x}")
+          for i in range(pools)),
+        *(_status(f"reader: {j}", kind="reader", topic="/crowd/t0", node=node, pid=str(j), pools=named)
+          for j in range(readers))])
+
+
+def crowd(pools: str, readers: str) -> None:
+    from rclpy.serialization import serialize_message
+
+    array = crowd_array(int(pools), int(readers), "/r" + "\x01" * 2000)
+    with peer_node("top_test_crowd") as node:
+        publisher = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
+        print(f"ready {len(serialize_message(array))} bytes", flush=True)
+        _spin_until_stopped(node, 1.0, lambda: publisher.publish(array))
+
+
 if __name__ == "__main__":
-    play({"camera": camera, "reader": reader, "late": late, "hostile": hostile})
+    play({"camera": camera, "reader": reader, "late": late, "hostile": hostile, "crowd": crowd})

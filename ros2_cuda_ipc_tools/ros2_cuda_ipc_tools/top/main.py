@@ -9,8 +9,10 @@ the publisher (node and pid), memory and device, publish rate, blocks in use by 
 by readers / free, stale frames dropped by its readers, frames they got through a CPU twin instead
 (fallback), each reader (pid:leases held) and the slowest reader's median latency from the stamp.
 --once listens --wait seconds, then on (at most 3 s) until every /diagnostics publisher found has
-been heard.  Anyone may publish on /diagnostics: names are shown escaped, numbers that are not
-finite as inf or nan, and --json is strict JSON (such a number is null, named in "nonfinite").
+been heard.  Anyone may publish on /diagnostics: names are shown escaped, numbers (ASCII decimal only) that
+are not finite as inf or nan, and --json is strict JSON (such a number is null, named in "nonfinite").  A
+snapshot is bounded (64 rows, 16 readers a JSON row, short strings); its last line, or the JSON's "cut", says
+what was left out.
 Named so it never shadows the system's top.
 """
 
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ros2_cuda_ipc_core import DIAGNOSTICS_TOPIC, REPORT_PERIOD_S, run_tool, teardown_bounded, tool_parser
+from ros2_cuda_ipc_core.diagnostics_format import reported_number
 
 from .board import Board
 from .hearing import Hearing
@@ -37,12 +40,17 @@ DEFAULT_WAIT_S = 3.5
 MORE_WAIT_S = 3 * REPORT_PERIOD_S
 
 
+#: The longest --period or --wait: a day (a longer one, or inf, would never show a snapshot).
+MAX_SECONDS = 86_400.0
+
+
 def _positive(text: str) -> float:
+    """``--period`` and ``--wait``: seconds, a decimal number in (0, MAX_SECONDS]."""
     import argparse
 
-    value = float(text)
-    if not value > 0 or value != value:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, not {text!r}")
+    value = reported_number(text)
+    if value is None or not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds in (0, {MAX_SECONDS:g}]")
     return value
 
 
@@ -88,12 +96,14 @@ def watch(once: bool, as_json: bool, period: float, wait: float, ros_args: list[
             # Without message info (Humble's rclpy) there is no knowing who was heard: the whole bound.
             _spin_until(node, started + wait + MORE_WAIT_S,
                         lambda: hearing is not None and hearing.heard_every_publisher(node))
-            print(render_screen(board.rows(), as_json=as_json, live=False, now=time.time()), flush=True)
+            rows = board.rows()
+            print(render_screen(rows, as_json=as_json, live=False, now=time.time(), cut=board.cut), flush=True)
             return 0
         next_at = started + min(period, 1.5)
         while True:
             _spin_until(node, next_at)
-            print(render_screen(board.rows(), as_json=as_json, live=live, now=time.time()), flush=True)
+            rows = board.rows()
+            print(render_screen(rows, as_json=as_json, live=live, now=time.time(), cut=board.cut), flush=True)
             next_at += period
     finally:
         with teardown_bounded():

@@ -4,20 +4,25 @@ Everything on the board came from whichever DDS participant published it.  So ev
 before it reaches a terminal (a topic name cannot clear the screen or forge a row) and cut to a cell's
 width; a number that is not finite is shown as such (``inf``, ``-inf``, ``nan``; ``-`` where there is none);
 and the JSON is strict: a non-finite number is ``null``, and the object's ``nonfinite`` names its field
-with what it was.
+with what it was.  Both are bounded whatever was sent: at most ``MAX_ROWS`` rows, ``JSON_READERS`` readers a row
+in JSON, strings cut to ``CELL_CHARS`` (table) or ``TEXT_CHARS`` (JSON) characters; what was left out is said, in
+the table's last line and in the JSON's ``cut`` object.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from ros2_cuda_ipc_core import ReportedCount
 
-from .board import ReaderEntry, TopicRow
+from .board import MAX_POOLS_PER_READER, MAX_STATUSES, ReaderEntry, TopicRow
 
-__all__ = ["CLEAR", "COLUMNS", "number_text", "printable", "render_json", "render_screen", "render_table"]
+__all__ = ["CLEAR", "COLUMNS", "MAX_ROWS", "cut_note", "number_text", "printable", "render_json", "render_screen",
+           "render_table"]
 
 #: What the live view writes before each table: the cursor home, the screen cleared (the only escape top writes).
 CLEAR = "\x1b[H\x1b[2J"
@@ -28,6 +33,17 @@ COLUMNS = ("topic", "publisher", "memory", "rate/s", "in use", "held", "free", "
 CELL_CHARS = 120
 #: Readers a row lists by pid before it says how many more there are.
 READERS_SHOWN = 8
+#: Rows a snapshot shows (by topic); the rest are counted in its ``cut``.
+MAX_ROWS = 64
+#: Readers a JSON row lists (its ``readers_not_shown`` says how many more), and characters of a JSON string.
+JSON_READERS = 16
+TEXT_CHARS = 128
+
+#: What ``cut`` counts, in the words of the table's last line.
+_CUT_WORDS = {"rows": f"rows beyond the first {MAX_ROWS}", "readers": f"readers beyond {JSON_READERS} a row",
+              "strings": f"strings cut to {TEXT_CHARS} characters",
+              "statuses": f"statuses heard beyond the {MAX_STATUSES} kept",
+              "pools": f"pools readers named beyond {MAX_POOLS_PER_READER} each"}
 
 
 def printable(text: str, limit: int = CELL_CHARS) -> str:
@@ -78,39 +94,70 @@ def _cells(row: TopicRow) -> tuple[str, ...]:
             number_text(row.fallback_frames), _readers_cell(row.readers), number_text(row.latency_p50_ms, 1))
 
 
-def render_table(rows: list[TopicRow]) -> str:
-    """The board as a fixed-width text table, one line per pool (nothing in it a terminal acts on)."""
+def cut_note(cut: Mapping[str, int]) -> str:
+    """One line saying what a snapshot left out (``""`` when nothing was)."""
+    parts = [f"{count} {_CUT_WORDS.get(what, what)}" for what, count in cut.items() if count]
+    return f"not shown: {', '.join(parts)}" if parts else ""
+
+
+def _shown(rows: list[TopicRow], cut: Mapping[str, int] | None) -> tuple[list[TopicRow], Counter[str]]:
+    """The rows a snapshot shows, and what is left out: the board's ``cut`` plus the rows beyond ``MAX_ROWS``."""
+    counts: Counter[str] = Counter({"rows": 0, "readers": 0, "strings": 0, "statuses": 0, "pools": 0})
+    counts.update(cut or {})
+    counts["rows"] += max(0, len(rows) - MAX_ROWS)
+    return rows[:MAX_ROWS], counts
+
+
+def render_table(rows: list[TopicRow], cut: Mapping[str, int] | None = None) -> str:
+    """The board as a fixed-width text table, one line per pool (nothing in it a terminal acts on), and a last line
+    saying what was left out, if anything (``cut``: the board's :attr:`~.board.Board.cut`)."""
+    rows, counts = _shown(rows, cut)
+    note = cut_note(counts)
     if not rows:
-        return "no ros2_cuda_ipc pools or readers heard on /diagnostics"
+        return "\n".join(filter(None, ["no ros2_cuda_ipc pools or readers heard on /diagnostics", note]))
     cells = [COLUMNS, *map(_cells, rows)]
     widths = [max(len(line[column]) for line in cells) for column in range(len(COLUMNS))]
-    return "\n".join("  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip()
-                     for line in cells)
+    lines = ["  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip() for line in cells]
+    return "\n".join([*lines, note] if note else lines)
 
 
-def _strict(record: dict[str, Any]) -> dict[str, Any]:
-    """``record`` with every non-finite number ``null``, named in ``nonfinite`` with what it was; lists of records
-    alike."""
+def _strict(record: dict[str, Any], counts: Counter[str]) -> dict[str, Any]:
+    """``record`` with every non-finite number ``null``, named in ``nonfinite`` with what it was, every string cut to
+    ``TEXT_CHARS`` (counted in ``counts``); lists of records alike."""
     strict: dict[str, Any] = {}
     nonfinite: dict[str, str] = {}
     for key, value in record.items():
         if isinstance(value, float) and not math.isfinite(value):
             strict[key], nonfinite[key] = None, number_text(value)
+        elif isinstance(value, str) and len(value) > TEXT_CHARS:
+            strict[key] = value[:TEXT_CHARS] + "..."
+            counts["strings"] += 1
         elif isinstance(value, list):
-            strict[key] = [_strict(item) if isinstance(item, dict) else item for item in value]
+            strict[key] = [_strict(item, counts) if isinstance(item, dict) else item for item in value]
         else:
             strict[key] = value
     strict["nonfinite"] = nonfinite
     return strict
 
 
-def render_json(rows: list[TopicRow], now: float) -> str:
-    """The board as one line of strict JSON (ASCII: every other character escaped), taken at ``now`` (Unix time)."""
-    return json.dumps({"time": now, "topics": [_strict(row.as_json()) for row in rows]}, allow_nan=False)
+def _json_row(row: TopicRow, counts: Counter[str]) -> dict[str, Any]:
+    record = row.as_json(readers=JSON_READERS)
+    record["readers_not_shown"] = max(0, len(row.readers) - JSON_READERS)
+    counts["readers"] += record["readers_not_shown"]
+    return _strict(record, counts)
 
 
-def render_screen(rows: list[TopicRow], *, as_json: bool, live: bool, now: float) -> str:
+def render_json(rows: list[TopicRow], now: float, cut: Mapping[str, int] | None = None) -> str:
+    """The board as one line of strict JSON (ASCII: every other character escaped), taken at ``now`` (Unix time);
+    its ``cut`` counts what was left out (``cut``: the board's :attr:`~.board.Board.cut`)."""
+    rows, counts = _shown(rows, cut)
+    topics = [_json_row(row, counts) for row in rows]
+    return json.dumps({"time": now, "topics": topics, "cut": dict(counts)}, allow_nan=False)
+
+
+def render_screen(rows: list[TopicRow], *, as_json: bool, live: bool, now: float,
+                  cut: Mapping[str, int] | None = None) -> str:
     """What one snapshot prints: strict JSON, the table, or (``live``: on a terminal) the table on a cleared screen."""
     if as_json:
-        return render_json(rows, now)
-    return f"{CLEAR}{render_table(rows)}" if live else render_table(rows)
+        return render_json(rows, now, cut)
+    return f"{CLEAR}{render_table(rows, cut)}" if live else render_table(rows, cut)
