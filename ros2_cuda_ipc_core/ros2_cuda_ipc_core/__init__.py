@@ -7,6 +7,7 @@ turns the descriptor back into a leased, read-only view of the very same memory.
 (images, point clouds) build on.
 """
 
+from . import startup  # noqa: F401  (first: in an executable, a stop while the rest imports is a clean exit 0)
 from .arguments import bounded_number
 from .cross_device import CROSS_DEVICE_MODES, CrossDevice
 from .cuda_array import CudaArray

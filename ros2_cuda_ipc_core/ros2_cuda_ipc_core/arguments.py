@@ -1,15 +1,22 @@
-"""argparse types the command-line tools share: a refused value is one line naming what is allowed.
+"""Command-line arguments the tools share: a refused value is one line naming what is allowed.
 
 ``choices=range(1, 101)`` would list all hundred values in its error; :func:`bounded_number` says ``1..100``.
+:func:`topic_name` refuses a name ROS would refuse later with a traceback, and :func:`check_ros_arguments`
+turns what rcl cannot parse after ``--ros-args`` into one line (:class:`RosArgumentsError`) before ``rclpy.init``.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["bounded_number"]
+__all__ = ["RosArgumentsError", "bounded_number", "check_ros_arguments", "topic_name"]
 
 
 def bounded_number(kind: type, low: float, high: float) -> Callable[[str], Any]:
@@ -28,3 +35,74 @@ def bounded_number(kind: type, low: float, high: float) -> Callable[[str], Any]:
 
     parse.__name__ = f"{kind.__name__} in {low:g}..{high:g}"
     return parse
+
+
+class RosArgumentsError(ValueError):
+    """``--ros-args`` that rcl cannot parse (``-p width`` without a value, a missing ``--params-file``, a remapping
+    to a name ROS refuses); the message is one line naming the argument, without rcl's source positions."""
+
+
+_KEPT_BYTES = 1 << 16  # of rcl's lines beside good arguments, written out
+_RCL_DETAIL = re.compile(r"(?:, at [^,]*\.c:\d+)+\.?$")
+_HINTS = {"parameter override rule": "-p takes NAME:=VALUE",
+          "remap rule": "-r takes FROM:=TO, both valid ROS names (__ns:= an absolute namespace: /cameras)",
+          "log level": "--log-level takes debug, info, warn, error or fatal (or NAME:=LEVEL)"}
+
+
+def _rcl_argument_message(text: str) -> str:
+    """rcl's error as one line: what it could not parse, why where rcl says it in words, and what it takes."""
+    first = text.splitlines()[0] if text else "rcl refused them"
+    first = _RCL_DETAIL.sub("", first.removeprefix("Failed to parse ROS arguments: "))
+    what, _, why = first.partition(". Error: ")
+    cryptic = not why or "lexeme" in why or why.startswith("error not set")
+    hint = next((hint for key, hint in _HINTS.items() if key in what), "")
+    return "; ".join(part for part in (what, "" if cryptic else why, hint) if part)
+
+
+def check_ros_arguments(args: Sequence[str]) -> list[str]:
+    """The command line ``args`` less its ROS arguments; :class:`RosArgumentsError` (one line) where rcl refuses
+    them, checked before ``rclpy.init`` so that a typo costs no traceback and no half-started process."""
+    from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+    from rclpy.utilities import remove_ros_args
+
+    with _stderr_kept() as kept:  # rcl logs its own lines ("Namespace not remapped ...") beside the error
+        try:
+            rest = list(remove_ros_args(list(args)))
+        except _rclpy.UnknownROSArgsError as exc:
+            raise RosArgumentsError(f"--ros-args: not ROS arguments: {exc} (a value with spaces needs quotes)") from None
+        except _rclpy.RCLError as exc:
+            raise RosArgumentsError(f"--ros-args: {_rcl_argument_message(str(exc))}") from None
+        kept.append(True)
+    return rest
+
+
+@contextmanager
+def _stderr_kept() -> Iterator[list[bool]]:
+    """Within the block, what C code writes to stderr goes to a file; it is written out after the block only when
+    the list it yields was appended to (the arguments were good), else dropped with the refusal it came with."""
+    kept: list[bool] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            yield kept
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            if kept:
+                caught.seek(0)
+                os.write(2, caught.read(_KEPT_BYTES))
+
+
+def topic_name(text: str) -> str:
+    """An argparse ``type``: a topic name ROS accepts (relative, absolute or ``~/private``), else one line saying why."""
+    from rclpy.exceptions import InvalidTopicNameException
+    from rclpy.validate_topic_name import validate_topic_name
+
+    try:
+        validate_topic_name(text)
+    except InvalidTopicNameException as exc:
+        reason = str(exc).splitlines()[0].removeprefix("Invalid topic name: ").rstrip(":")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a topic name: {reason}") from None
+    return text

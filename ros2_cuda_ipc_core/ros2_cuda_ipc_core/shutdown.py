@@ -5,6 +5,9 @@ rclpy turns SIGINT and SIGTERM into a context shutdown, which surfaces as
 signal lands; a user who presses Ctrl-C asked for a stop, not for an error.
 Every executable of the workspace goes through :func:`run_nodes` (nodes) or
 :func:`run_tool` (plain command-line tools).
+
+A stop can also come before either runs, while an executable imports numpy, rclpy and the rest:
+:mod:`.startup` (the package's first import) makes it a clean exit there, in executables only.
 """
 
 from __future__ import annotations
@@ -12,10 +15,13 @@ from __future__ import annotations
 import faulthandler
 import gc
 import signal
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING
+
+from .startup import stops_while_starting
 
 if TYPE_CHECKING:
     from rclpy.executors import Executor
@@ -30,6 +36,7 @@ TEARDOWN_BOUND = 20.0
 
 
 _Handler = Callable[[int, "FrameType | None"], None]
+
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -105,6 +112,8 @@ def _stop_exceptions() -> tuple[type[BaseException], ...]:
 
 def run_tool(main: Callable[[], int | None]) -> int:
     """Run a command-line tool's ``main``; SIGINT / SIGTERM end it with exit code 0 and no traceback."""
+    if stops_while_starting():
+        return 0
     try:
         with stop_signals_interrupt():
             return int(main() or 0)
@@ -137,12 +146,15 @@ def run_nodes(make_nodes: Callable[[], Sequence[Node]], *, args: list[str] | Non
               executor: Executor | Callable[[], Executor] | None = None) -> int:
     """``rclpy.init``, spin the nodes ``make_nodes`` returns until SIGINT / SIGTERM, then tear down; returns 0.
 
-    ``args`` are the command line (``--ros-args`` remappings and parameters apply to every node).
+    ``args`` are the command line (``--ros-args`` remappings and parameters apply to every node); ROS arguments
+    that rcl cannot parse are a :class:`~.arguments.RosArgumentsError` (one line), raised before ``rclpy.init``.
     ``executor`` may be a factory (an executor class, say): it is called after ``rclpy.init``,
     as an executor needs an initialized context (a class through :func:`new_executor`).
     """
     if not faulthandler.is_enabled():  # a crash in a native library then shows where Python was
         faulthandler.enable()
+    if stops_while_starting():
+        return 0
     with stop_signals_noted() as stops:
         return _init_and_spin(make_nodes, args, executor, stops)
 
@@ -153,8 +165,10 @@ def _init_and_spin(make_nodes: Callable[[], Sequence[Node]], args: list[str] | N
     from rclpy.executors import Executor, SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions, install_signal_handlers
 
+    from .arguments import check_ros_arguments
     from .executors import new_executor
 
+    check_ros_arguments(sys.argv if args is None else args)
     # rclpy's handlers go in only once the nodes are made: on a signal, its own thread shuts the context down at
     # once, and that, racing the main thread's rcl calls while a node is made, crashed a process now and then
     # (a segmentation fault on SIGINT, 1 start of 60 beside seven other nodes on two busy cores).

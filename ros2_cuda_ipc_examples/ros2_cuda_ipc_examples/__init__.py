@@ -6,3 +6,5 @@ previews, voxel downsampling), their base classes and the scenes they draw and c
 ``bench``: the latency benchmark against ``sensor_msgs`` and the soak test.
 The tools a user runs against their own topics (the component container, ...) are in ``ros2_cuda_ipc_tools``.
 """
+
+import ros2_cuda_ipc_core  # noqa: F401  (first: in an executable, a stop from here on is a clean exit 0: core.startup)

@@ -1,6 +1,8 @@
 """Typed zero-copy point clouds over ros2_cuda_ipc: ``PointCloudPublisher``, ``PointCloudReader``, per-field views,
 and the sensor_msgs/PointCloud2 bridge."""
 
+import ros2_cuda_ipc_core  # noqa: F401  (first: in an executable, a stop from here on is a clean exit 0: core.startup)
+
 from .bridge import to_pointcloud2_msg
 from .fields import DATATYPES, CloudField, fields_from_dtype
 from .frame import CloudFrame

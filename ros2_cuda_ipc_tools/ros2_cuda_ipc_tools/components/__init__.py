@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+import ros2_cuda_ipc_core  # noqa: F401  (first: in an executable, a stop from here on is a clean exit 0: core.startup)
+
 if TYPE_CHECKING:
     from .container import ComponentContainer, ComponentLoadError, ComponentSpec, read_pipeline_file
     from .parent_watch import PARENT_PID_VARIABLE, STACKS_SIGNAL, follow_runner

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from ros2_cuda_ipc_core import tool_parser
+from ros2_cuda_ipc_core.arguments import topic_name
 
 __all__ = ["build_parser", "main"]
 
@@ -30,9 +31,9 @@ def _size(text: str) -> tuple[int, int]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = tool_parser(__name__, __doc__, prog="viewer")  # plain-text help and --version, as every tool
-    parser.add_argument("images", nargs="*", metavar="IMAGE_TOPIC", help="GpuImage topics (default: image, "
+    parser.add_argument("images", nargs="*", type=topic_name, metavar="IMAGE_TOPIC", help="GpuImage topics (default: image, "
                         "unless --cloud is given)")
-    parser.add_argument("--cloud", action="append", default=[], metavar="TOPIC", help="a GpuPointCloud2 topic")
+    parser.add_argument("--cloud", action="append", default=[], type=topic_name, metavar="TOPIC", help="a GpuPointCloud2 topic")
     parser.add_argument("--headless", action="store_true", help="render offscreen through EGL (no display needed)")
     parser.add_argument("--snapshot", default="", metavar="PATH", help="write what was drawn to this PNG")
     parser.add_argument("--frames", type=int, default=0, metavar="N",
