@@ -23,7 +23,7 @@ import numpy as np
 from .diagnostics_format import NO_VALUE, REPORT_PERIOD_S, STATUS_PREFIX, format_leases
 
 __all__ = ["DIAGNOSTICS_PARAMETER", "DIAGNOSTICS_TOPIC", "DiagnosticsReporter", "PoolDiagnostics", "ReaderDiagnostics",
-           "diagnostics_enabled"]
+           "diagnostics_enabled", "stamp_read"]
 
 DIAGNOSTICS_TOPIC = "/diagnostics"
 DIAGNOSTICS_PARAMETER = "diagnostics"
@@ -174,7 +174,12 @@ class PoolDiagnostics(_Reported):
 
 
 class ReaderDiagnostics(_Reported):
-    """A typed reader as a status: reads and their rate, stale drops, leases held per pool, latency from the stamp."""
+    """A typed reader as a status: reads and their rate, stale drops, leases held per pool, latency from the stamp.
+
+    Its numbers are its core ``Reader``'s, whichever typed reader read through it: so is its latency, noted by
+    :func:`stamp_read` for every read through that ``Reader`` (inference reads tensors through a ``TensorReader``
+    made without ``node=`` that shares its reporting ``ImageReader``'s ``Reader``: its latency was never reported).
+    """
 
     def __init__(self, node: Any, topic: str | None, reader: Any) -> None:
         self._reader = reader
@@ -184,11 +189,18 @@ class ReaderDiagnostics(_Reported):
                           "pid": os.getpid()}
         self._last = {"reads": 0, "stale_drops": 0}
         self._report(node, f"reader: {name} {self._identity['topic']}".rstrip(), f"pid {os.getpid()}")
+        _REPORTS_OF.setdefault(reader, []).append(self)
 
     def stamped(self, stamp: Any) -> None:
         """Note the latency of a message read now from its header's ``stamp`` (ROS time: the system clock)."""
         if len(self._latencies) < 100_000:
             self._latencies.append((time.time_ns() - (stamp.sec * 1_000_000_000 + stamp.nanosec)) / 1e6)
+
+    def close(self) -> None:
+        reports = _REPORTS_OF.get(self._reader, [])
+        if self in reports:
+            reports.remove(self)
+        super().close()
 
     def status(self, period: float) -> tuple[int, str, dict[str, Any]]:
         stats = self._reader.stats()
@@ -206,3 +218,13 @@ class ReaderDiagnostics(_Reported):
         if stale:
             return 1, f"{stale} stale frames dropped in the last {period:g} s", values
         return 0, f"{rate:.1f} Hz, {stats['leases_held']} leases held", values
+
+
+#: The reports of each core ``Reader`` (weakly: a Reader gone takes its entry along).
+_REPORTS_OF: weakref.WeakKeyDictionary[Any, list[ReaderDiagnostics]] = weakref.WeakKeyDictionary()
+
+
+def stamp_read(reader: Any, stamp: Any) -> None:
+    """Note a message of header ``stamp`` read now through core ``reader``, on every report of that reader."""
+    for report in tuple(_REPORTS_OF.get(reader, ())):
+        report.stamped(stamp)

@@ -285,3 +285,44 @@ def test_once_prints_a_bounded_snapshot_of_a_crowd_from_a_real_publisher(peers):
         snapshot["cut"]
     assert snapshot["cut"]["strings"] > 0 and snapshot["cut"]["readers"] > 0
     assert top_once().stdout.splitlines()[-1].startswith("not shown: ")
+
+
+def test_a_reader_made_without_node_has_its_latency_reported_by_its_readers_report(node):
+    """Issue 36: inference reads through a TensorReader made without node=, sharing its reporting ImageReader's
+    Reader: the report counted its reads but never its latency (latency_p50_ms: null)."""
+    import numpy as np
+
+    from ros2_cuda_ipc_core import DiagnosticsReporter, read_status
+    from ros2_cuda_ipc_image import ImageReader
+    from ros2_cuda_ipc_tensor import TensorPublisher, TensorReader
+
+    with TensorPublisher(node, "top_latency_tensors", shape=(1, 3, 4, 4), dtype=np.float32, memory="host") as pub:
+        reporting = ImageReader(node=node, topic="top_latency_tensors")
+        try:
+            tensors = TensorReader(reporting.reader)
+            from std_msgs.msg import Header
+
+            header = Header(stamp=node.get_clock().now().to_msg())
+            header.stamp.sec -= 2  # stamped two seconds ago: about 2000 ms from the stamp
+            msg = pub.publish_array(np.zeros((1, 3, 4, 4), np.float32), header=header)
+            with tensors.read(msg):
+                pass
+            (report,) = [read_status(s) for s in DiagnosticsReporter.for_node(node).statuses()
+                         if s.name.startswith("ros2_cuda_ipc reader")]
+        finally:
+            reporting.close()
+    assert report.count("reads") == 1 and 2000 <= report.number("latency_p50_ms") < 60_000
+
+
+@pytest.mark.timeout(120)
+def test_once_shows_the_latency_of_a_reader_made_without_node(peers):
+    camera = peers("tensor-camera", "/top_tensors/preprocessed")
+    reader = peers("tensors", "/top_tensors/preprocessed")
+    deadline, readers = time.monotonic() + 60, []
+    while time.monotonic() < deadline:
+        rows = rows_of("/top_tensors/preprocessed", strict_json(top_once("--json").stdout))
+        readers = [entry for row in rows for entry in row["readers"]]
+        if readers and readers[0]["latency_p50_ms"] is not None and rows[0]["pid"] == camera.pid:
+            break
+    assert [(entry["node"], entry["pid"]) for entry in readers] == [("/top_test_tensors", reader.pid)]
+    assert readers[0]["latency_p50_ms"] >= 0, readers  # was null: the TensorReader's reads were never stamped

@@ -2,6 +2,9 @@
 
     top_peer.py camera TOPIC        # an image publisher (host memory, 64x48, 10 frames a second)
     top_peer.py reader TOPIC        # an image subscription on TOPIC, its reader reporting
+    top_peer.py tensors TOPIC       # as inference: a GpuTensor subscription read through a TensorReader made without
+                                    # node=, sharing the Reader of an ImageReader that reports (on TOPIC, unread)
+    top_peer.py tensor-camera TOPIC # a tensor publisher (host memory, (1, 3, 8, 8) float32, 10 a second)
     top_peer.py late DELAY          # a /diagnostics publisher whose first report comes DELAY s after ``ready``
     top_peer.py hostile             # issue 28's statuses: inf, 1e400, nan, pools="aa:inf", an escape-laden topic
     top_peer.py crowd POOLS READERS # issue 35's: READERS readers with 2 KB names, each naming all POOLS pools
@@ -58,6 +61,36 @@ def reader(topic: str) -> None:
         print("ready", flush=True)
         _spin_until_stopped(node)
         subscription.close()
+
+
+def tensor_camera(topic: str) -> None:
+    from ros2_cuda_ipc_tensor import TensorPublisher
+
+    batch = np.ones((1, 3, 8, 8), np.float32)
+    with peer_node("top_test_tensor_camera") as node, \
+            TensorPublisher(node, topic, shape=batch.shape, dtype=np.float32, memory="host", reuse_delay=0) as pub:
+        print("ready", flush=True)
+        _spin_until_stopped(node, 0.1, lambda: pub.publish_array(batch))
+
+
+def tensors(topic: str) -> None:
+    """Inference's readers (``TensorConsumer``): the reporting reader is an ImageReader, the reading one is not."""
+    from ros2_cuda_ipc_image import ImageReader
+    from ros2_cuda_ipc_msgs.msg import GpuTensor
+    from ros2_cuda_ipc_tensor import TensorReader
+
+    with peer_node("top_test_tensors") as node:
+        reporting = ImageReader(node=node, topic=topic)
+        tensor_reader = TensorReader(reporting.reader)  # no node=: as inference's
+
+        def read(msg: GpuTensor) -> None:
+            with tensor_reader.read(msg):
+                pass
+
+        node.create_subscription(GpuTensor, topic, read, 10)
+        print("ready", flush=True)
+        _spin_until_stopped(node)
+        reporting.close()
 
 
 def late(delay: str) -> None:
@@ -118,4 +151,5 @@ def crowd(pools: str, readers: str) -> None:
 
 
 if __name__ == "__main__":
-    play({"camera": camera, "reader": reader, "late": late, "hostile": hostile, "crowd": crowd})
+    play({"camera": camera, "reader": reader, "tensor-camera": tensor_camera, "tensors": tensors, "late": late,
+          "hostile": hostile, "crowd": crowd})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar, Generic, TypeVar
 
-from ..diagnostics import ReaderDiagnostics
+from ..diagnostics import ReaderDiagnostics, stamp_read
 from ..errors import InvalidDescriptorError
 from ..read_handle import ReadHandle
 from ..reader import Reader
@@ -23,7 +23,8 @@ class TypedReader(Generic[L, M, V]):
 
     Share one ``Reader`` between typed readers so a pool is imported once per process.  Given the ``node`` it
     reads for (and the ``topic``, for the report), it is reported on ``/diagnostics`` once a second unless
-    ``diagnostics=False`` or the node's ``diagnostics`` parameter is false.
+    ``diagnostics=False`` or the node's ``diagnostics`` parameter is false.  A report covers its ``Reader``: the
+    reads (and their latency) of every typed reader sharing it, one made without ``node`` included.
 
     ``message_type``: the message class a subclass reads; :meth:`read` refuses another with a ``TypeError``.
     """
@@ -70,8 +71,7 @@ class TypedReader(Generic[L, M, V]):
         except BaseException:
             handle.close()
             raise
-        if self._diagnostics is not None:
-            self._diagnostics.stamped(msg.header.stamp)
+        stamp_read(self.reader, msg.header.stamp)  # on this reader's report, and any other of its Reader
         return view
 
     def stats(self) -> dict[str, int]:
