@@ -38,7 +38,7 @@ from ..pipelines.runner import STOP_TIMEOUT, PipelineFailed, run_pipeline, write
 from ..pipelines.stacks import native_stacks
 from .process_usage import process_usage
 
-__all__ = ["PipelineSoak", "SoakFailed", "clear_node_logs", "main", "parse_args", "run_pipeline_soak"]
+__all__ = ["PipelineSoak", "SoakFailed", "main", "parse_args", "run_pipeline_soak"]
 
 KILL_EVERY = (3.0, 7.0)  # s between kills, uniformly at random
 SAMPLE_EVERY = 1.0  # s between samples of every process
@@ -258,11 +258,8 @@ def run_pipeline_soak(args: argparse.Namespace) -> int:
     options = PipelineOptions(width, height, args.fps, memory, 0, 0.0, f"/soak_{args.pipeline}", args.out, block_count=8)
     pipeline = PIPELINES[args.pipeline](options)
     soak = PipelineSoak(random.Random(args.seed), args.minutes * 60.0)
-    removed = clear_node_logs(args.out)
     print(f"soak: {args.pipeline} pipeline, {width}x{height} at {args.fps:g} fps, {memory} memory ({why}), "
           f"{args.minutes:g} min, a random node killed every {KILL_EVERY[0]:g}-{KILL_EVERY[1]:g} s", flush=True)
-    if removed:
-        print(f"soak: removed {removed} node logs of an earlier run from {args.out / 'logs'}", flush=True)
     started = time.monotonic()
     try:
         summary = run_pipeline(pipeline, options, stream=None, restart="always", watcher=soak)
@@ -306,18 +303,6 @@ def _soak_summary(soak: PipelineSoak, verdict: str) -> dict[str, Any]:
     return {"verdict": verdict, "kills": dict(soak.kills),
             "growth": [{"node": name, "metric": metric, "first": first, "last": last, "ok": ok}
                        for name, metric, first, last, ok in soak.growth()]}
-
-
-def clear_node_logs(out: Path) -> int:
-    """Remove an earlier run's node logs (and stacks) from ``out/logs``: a reused ``--out`` then holds this run's
-    only.  How many files went."""
-    removed = 0
-    for pattern in ("*.log", "*.stacks.txt"):
-        for path in (out / "logs").glob(pattern):
-            with contextlib.suppress(OSError):
-                path.unlink()
-                removed += 1
-    return removed
 
 
 def _print_growth(soak: PipelineSoak) -> None:
