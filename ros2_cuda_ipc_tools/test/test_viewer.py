@@ -421,3 +421,44 @@ def test_host_staging_packs_padded_rows_and_passes_packed_frames_through():
     assert packed.is_packed
     assert staging.stage(packed).ctypes.data == dense.ctypes.data  # no copy before GL's own
     assert staging.device_to_host_copies == 0
+
+
+@needs_egl
+def test_each_tile_counts_its_own_topics_reads():
+    """Issue 36: each tile said 'reads 77 stale 2' (the process's reader's totals) where one topic had 57 frames
+    and the other 20. Two topics at 20 and 5 frames a second: each tile's reads are its own, and they add up to the
+    reader's."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    from ros2_cuda_ipc_tools.viewer import Viewer
+
+    peers = [subprocess.Popen([sys.executable, PEER, "image", "rgba8", "32", "24", "host", topic, fps],
+                              stdout=subprocess.DEVNULL)
+             for topic, fps in (("viewer_test_fast", "20"), ("viewer_test_slow", "5"))]
+    rclpy.init()
+    try:
+        viewer = Viewer(parameter_overrides=[Parameter("images", value="viewer_test_fast,viewer_test_slow"),
+                                             Parameter("headless", value=True), Parameter("width", value=320),
+                                             Parameter("height", value=240)])
+        executor = SingleThreadedExecutor()
+        executor.add_node(viewer)
+        fast, slow = viewer.streams
+        deadline = time.monotonic() + 60
+        while (slow.reads < 5 or fast.reads <= slow.reads) and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+        viewer.draw()
+        reads = viewer.reader.stats()["reads"]
+        texts = [overlay.text for overlay in viewer._overlays]
+        assert slow.reads >= 5 and fast.reads > slow.reads and fast.reads + slow.reads == reads, (fast.reads, slow.reads)
+        assert [f"reads {fast.reads}  stale {fast.stale}  leases 0" in texts[0],
+                f"reads {slow.reads}  stale {slow.stale}  leases 0" in texts[1]] == [True, True], texts
+        assert viewer.stats()["topics"]["viewer_test_slow"]["reads"] == slow.reads
+        executor.remove_node(viewer)
+        viewer.destroy_node()
+    finally:
+        rclpy.shutdown()
+        for peer in peers:  # one at a time (Fast DDS 3.2's deletion deadlock: docs/decisions.md)
+            peer.send_signal(signal.SIGTERM)
+            peer.wait(timeout=30)

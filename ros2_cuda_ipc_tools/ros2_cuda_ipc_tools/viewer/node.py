@@ -148,8 +148,10 @@ class Viewer(Node):
                 cuda_stream = self._cuda_stream(int(msg.core.device_id)) \
                     if msg.core.memory == BufferCore.MEMORY_CUDA else None
                 with reader.read(msg, cuda_stream) as view:
+                    stream.note_read(bytes(msg.core.pool_id).hex())
                     stream.show(view, cuda_stream)  # the lease goes back when this block ends
             except StaleDescriptorError:  # the viewer fell behind: counted ("stale" in the overlay), nothing to say
+                stream.note_stale()
                 return
             except (Ros2CudaIpcError, ValueError, KeyError, self._gl_error) as exc:  # the message's fault: refuse it
                 stream.refuse(f"{type(exc).__name__}: {exc}")
@@ -208,13 +210,13 @@ class Viewer(Node):
         ((height, width, 4) RGBA, read before a window's buffer swap leaves the back buffer undefined)."""
         self._dirty = False
         self.surface.begin()
-        stats = self.reader.stats() if refresh_overlay and self._overlays else {}
+        leases = self.reader.leases_by_pool() if refresh_overlay and self._overlays else {}
         for index, (stream, tile) in enumerate(zip(self.streams, tiles(len(self.streams), self.surface.size),
                                                    strict=True)):
             stream.layer.draw(tile)
             if self._overlays:
                 if refresh_overlay:
-                    self._overlays[index].set_text(stream.overlay_text(stats))
+                    self._overlays[index].set_text(stream.overlay_text(leases))
                 self._overlays[index].draw(tile)
         pixels = self.surface.read_pixels() if capture else None
         self.surface.finish()
@@ -260,7 +262,8 @@ class Viewer(Node):
     def stats(self) -> dict[str, Any]:
         """Per topic: frames received / drawn / refused, path, latency samples; and the reader's counters."""
         return {"reader": self.reader.stats(), "topics": {
-            s.topic: {"received": s.received, "drawn": s.drawn, "refused": s.refused, "path": s.layer.upload.name,
+            s.topic: {"received": s.received, "drawn": s.drawn, "refused": s.refused, "reads": s.reads, "stale": s.stale,
+                      "path": s.layer.upload.name,
                       "device_to_host_copies": s.layer.host.device_to_host_copies,
                       "latency_ms": list(s.latencies_ms)} for s in self.streams}}
 

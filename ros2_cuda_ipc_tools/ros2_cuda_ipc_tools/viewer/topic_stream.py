@@ -11,6 +11,7 @@ import collections
 import statistics
 import textwrap
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,9 @@ from .staging import FrameBytes
 from .value_range import ValueRange
 
 __all__ = ["CloudStream", "ImageStream", "TopicStream"]
+
+#: Pools a topic remembers having read from (a topic has one publisher, or a few).
+_POOLS_KEPT = 8
 
 
 class TopicStream:
@@ -34,8 +38,11 @@ class TopicStream:
         self.value_range = value_range
         self.received = 0  #: frames whose bytes reached the layer
         self.drawn = 0  #: frames that were on screen (several received between two draws count once)
-        self.refused = 0  #: messages that could not be shown (invalid, unsupported; stale ones are the reader's count)
+        self.refused = 0  #: messages that could not be shown (invalid, unsupported; stale ones are counted apart)
+        self.reads = 0  #: this topic's frames leased (the process's one reader counts every topic's)
+        self.stale = 0  #: this topic's frames already reused by their publisher when read (the viewer fell behind)
         self.last_problem = ""
+        self._pools: collections.OrderedDict[str, None] = collections.OrderedDict()  # recent pools (hex ids) read
         self._pending_stamps: list[int] = []
         self._arrivals: collections.deque[float] = collections.deque(maxlen=240)
         self.latencies_ms: collections.deque[float] = collections.deque(maxlen=600)
@@ -43,6 +50,21 @@ class TopicStream:
     @property
     def has_new_frame(self) -> bool:
         return bool(self._pending_stamps)
+
+    def note_read(self, pool_id: str) -> None:
+        """A frame of this topic leased from pool ``pool_id`` (hex); the last few pools are kept, for its leases."""
+        self.reads += 1
+        self._pools[pool_id] = None
+        self._pools.move_to_end(pool_id)
+        if len(self._pools) > _POOLS_KEPT:
+            self._pools.popitem(last=False)
+
+    def note_stale(self) -> None:
+        self.stale += 1
+
+    def leases(self, leases_by_pool: Mapping[str, int]) -> int:
+        """Leases held now on the pools this topic's frames came from (the reader's ``leases_by_pool()``)."""
+        return sum(leases_by_pool.get(pool_id, 0) for pool_id in self._pools)
 
     def frame_arrived(self, stamp: Any) -> None:
         self.received += 1
@@ -69,8 +91,9 @@ class TopicStream:
         """What the layer shows, for the overlay's second line."""
         return ""
 
-    def overlay_text(self, reader_stats: dict[str, int]) -> str:
-        """What the overlay says, written while the frame staged last is drawn: it counts as drawn."""
+    def overlay_text(self, leases_by_pool: Mapping[str, int]) -> str:
+        """What the overlay says, written while the frame staged last is drawn: it counts as drawn.  Its counts are
+        this topic's own (they were the process's reader's: each tile said 'reads 77' where one topic had 57)."""
         if not self.received:
             lines = [f"{self.topic}", f"waiting for the first {self.kind} ..."]
         else:
@@ -78,8 +101,7 @@ class TopicStream:
             lines = [f"{self.topic}  {self.describe()}",
                      f"{self.fps():5.1f} fps   latency p50 {latency}   path {self.layer.upload.name}",
                      f"frames {self.received}  drawn {self.drawn + self.has_new_frame}  refused {self.refused}   "
-                     f"reads {reader_stats.get('reads', 0)}  stale {reader_stats.get('stale_drops', 0)}  "
-                     f"leases {reader_stats.get('leases_held', 0)}"]
+                     f"reads {self.reads}  stale {self.stale}  leases {self.leases(leases_by_pool)}"]
         if self.last_problem:
             lines += textwrap.wrap(self.last_problem, 90)[:3]
         return "\n".join(lines)
