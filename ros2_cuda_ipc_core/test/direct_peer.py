@@ -17,6 +17,7 @@ Hostile ends (they print one JSON line when set up, then on a line from stdin en
   garbage SOCKET TOPIC          one channel, then forged records sent up it as fast as it takes them
   malformed SOCKET              three malformed requests and a valid one in two writes: which were closed at once
   stall TOPIC N HZ              N bound pool-named sockets that never answer, and forged descriptors naming them at HZ
+  flood_pool TOPIC SECONDS      a pool of its own announced on TOPIC, whose direct channel then floods forged frames
 """
 
 from __future__ import annotations
@@ -301,6 +302,46 @@ def stall(topic: str, count: str, hz: str) -> None:
         answer(connections=connections, forged=forged)
 
 
+def flood_pool(topic: str, seconds: str) -> dict[str, Any]:
+    """A pool of this process's own, announced on ``topic`` by one real descriptor; once a subscriber opens a direct
+    channel to it, forged records (frames of uids never published) sent up that channel as fast as it takes them for
+    ``seconds``; then how many, and waits for a line on stdin."""
+    from rclpy.serialization import serialize_message
+
+    from ros2_cuda_ipc_core import BlockManager
+
+    with peer_node("direct_red_team_flood") as node, BlockManager(LAYOUT.padded_extent, block_count=2, memory="host",
+                                                                  reuse_delay=0) as pool:
+        writer = node.create_publisher(GpuPointCloud2, topic, QOS)
+        msg = GpuPointCloud2()
+        LAYOUT.fill_message(msg)
+        msg.header.frame_id = "flood-announce"
+        answer(socket=pool.socket_path)
+        deadline = time.monotonic() + 60
+        while not pool.direct.count() and time.monotonic() < deadline:  # announce until a subscriber reads it
+            block = pool.acquire_for_publish(0.05)
+            if block is not None:
+                block.prepare_publish(into=msg.core, byte_size=LAYOUT.padded_extent)
+                writer.publish(msg)
+            rclpy.spin_once(node, timeout_sec=0.2)
+        conn = next(iter(pool.direct._by_conn))  # the channel, written here by hand
+        conn.setblocking(True)
+        conn.sendall(template_record(1, serialize_message(msg)))
+        uid, sent, end = 10**9, 0, time.monotonic() + float(seconds)
+        try:
+            while time.monotonic() < end:
+                batch = b"".join(frame_record(1, 0, uid + i, LAYOUT.padded_extent, 0, 0, bytes(64), b"forged")
+                                 for i in range(256))
+                conn.sendall(batch)
+                uid, sent = uid + 256, sent + 256
+        except OSError as exc:
+            answer(sent=sent, ended=type(exc).__name__)
+        else:
+            answer(sent=sent, ended=None)
+        sys.stdin.readline()
+    return {"done": True}
+
+
 if __name__ == "__main__":
     play({"publisher": publisher, "subscriber": subscriber, "silent": silent, "garbage": garbage,
-          "malformed": malformed, "stall": stall})
+          "malformed": malformed, "stall": stall, "flood_pool": flood_pool})

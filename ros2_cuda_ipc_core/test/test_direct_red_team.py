@@ -7,6 +7,7 @@ publisher and typed subscriptions over real rclpy, host pools, and hostile peers
   pool makes room for a genuine subscriber by closing the one stalled longest, and one it refuses says so;
 - 40 direct subscriptions in one process all read zero-copy (a channel is not a handout in flight);
 - a channel that sends anything (forged records) is closed at once, said once, and genuine frames flow;
+- a pool whose channel floods a subscriber with frames that name nothing readable is heard no more after 64;
 - malformed subscribe requests are closed at once, a valid one split over two writes is accepted;
 - pool-named sockets that never answer cost one wait each, then are retried rarely and one at a time.
 
@@ -23,6 +24,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from ros2_cuda_ipc_core.direct.receiver import MAX_UNUSABLE
 
 PEER = str(Path(__file__).with_name("direct_peer.py"))
 
@@ -202,3 +205,21 @@ def test_pool_named_sockets_that_never_answer_cost_one_wait_each_then_are_retrie
     # QUIET x 0.5 s = 10 s, one socket at a time: over 16 s, 10 first waits and at most two retries.
     assert all(count >= 1 for count in connections) and sum(connections) <= 10 + 2, connections
     assert windows[-1]["frames"] > 0 and windows[-1]["stats"][0]["frames"]["zero_copy"] > 0, windows[-1]
+
+
+def test_a_pool_whose_channel_floods_forged_frames_is_heard_no_more_and_genuine_frames_flow():
+    with peers() as start:
+        pub = start("publisher", "/red_forged_pool")
+        sub = start("subscriber", "/red_forged_pool", "direct")
+        pub.ask("match 1")
+        flood = start("flood_pool", "/red_forged_pool", "10")  # a pool of its own that the subscriber reads ...
+        ended = flood.read()  # ... and whose channel then sends frames of uids it never published
+        for seq in range(10):
+            pub.ask(f"send {seq}")
+            assert wait_for(lambda seq=seq: seq in sub.ask("seen")["seen"][0])
+        stats = sub.ask("seen")["stats"][0]
+        log = sub.stderr()
+    assert ended["ended"] is not None and ended["sent"] < 100_000, ended  # closed long before its 10 s were up
+    assert stats["direct"]["direct_channels_ended"] == 1 and stats["direct"]["direct_channels"] == 1, stats
+    assert stats["dropped"]["stale"] == MAX_UNUSABLE, stats  # each forged frame cost one read, and 64 were heard
+    assert log.count("named nothing readable") == 1, log

@@ -12,6 +12,9 @@ over DDS.  Each is counted (``direct_channels_ended``, ``direct_refused``) and s
 
 No channel can starve the others: each turn of the thread reads at most ``_RECV_BYTES`` from a channel and
 handles at most ``RECORDS_PER_TURN`` of its records, then moves on (the rest wait in the channel's buffer).
+A handler that returns False for a frame (it named nothing readable: stale, invalid) counts against the
+channel; ``MAX_UNUSABLE`` such frames in a row end it (``direct_channels_ended``): a pool that floods forged
+records is heard no more, and its genuine frames, if any, still come over DDS.
 """
 
 from __future__ import annotations
@@ -44,12 +47,15 @@ CONNECT_TIMEOUT = 0.5
 #: A channel's share of one turn of the thread: bytes read, records handled.
 _RECV_BYTES = 1 << 14
 RECORDS_PER_TURN = 16
+#: Frames in a row that named nothing readable, after which a channel is ended as forged.
+MAX_UNUSABLE = 64
 
 #: What this process's receivers have said: each kind of end or refusal once (their counters keep the rest).
 _ONCE = Throttle(float("inf"))
 
-#: What the delivery thread calls for each frame: (instance, the template message, the frame record).
-FrameHandler = Callable[[InstanceKey, Any, Frame], None]
+#: What the delivery thread calls for each frame: (instance, the template message, the frame record); it may return
+#: False when the frame named nothing readable (anything else: it did).
+FrameHandler = Callable[[InstanceKey, Any, Frame], "bool | None"]
 
 
 @dataclass(eq=False)
@@ -60,6 +66,7 @@ class _Channel:
     template_id: int = 0
     template: Any = None
     pending: collections.deque[Template | Frame | Refused] = field(default_factory=collections.deque)
+    unusable: int = 0  #: frames in a row that named nothing readable
 
 
 class DirectReceiver:
@@ -214,7 +221,12 @@ class DirectReceiver:
                         raise Ros2CudaIpcError(f"a frame of template {record.template_id}, the channel has "
                                                f"{channel.template_id}")
                     self.counters.add("direct_frames")
-                    self._guarded(self._on_frame, channel.instance, channel.template, record)
+                    if self._guarded(self._on_frame, channel.instance, channel.template, record) is not False:
+                        channel.unusable = 0
+                    else:
+                        channel.unusable += 1
+                        if channel.unusable >= MAX_UNUSABLE:
+                            raise Ros2CudaIpcError(f"{MAX_UNUSABLE} frames in a row named nothing readable")
                 elif isinstance(record, Template):
                     channel.template, channel.template_id = self._decode(record.cdr), record.template_id
                     self.counters.add("direct_templates")
@@ -233,10 +245,10 @@ class DirectReceiver:
         else:
             self._behind.discard(channel)
 
-    def _guarded(self, work: Callable[..., None], *args: Any) -> None:
-        """Run ``work(*args)``; a callback's exception is logged (with its traceback, at most every 10 s), never fatal."""
+    def _guarded(self, work: Callable[..., Any], *args: Any) -> Any:
+        """``work(*args)``; a callback's exception is logged (with its traceback, at most every 10 s), never fatal."""
         try:
-            work(*args)
+            return work(*args)
         except Exception:
             self.counters.add("callback_errors")
             if self._throttle.ready("callback"):

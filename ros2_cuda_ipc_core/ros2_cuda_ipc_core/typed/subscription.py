@@ -204,8 +204,9 @@ class TypedSubscription(Generic[V]):
         else:
             self._receiver.submit(partial(self._handle_descriptor, msg))
 
-    def _on_direct_frame(self, instance: InstanceKey, template: Any, frame: Frame) -> None:
-        """A publication from the pool's direct channel (the delivery thread): ``template``'s fields, ``frame``'s core."""
+    def _on_direct_frame(self, instance: InstanceKey, template: Any, frame: Frame) -> bool:
+        """A publication from the pool's direct channel (the delivery thread): ``template``'s fields, ``frame``'s core.
+        False when it named nothing readable (the receiver ends a channel of nothing else)."""
         self._arrived["direct"] += 1
         assert self._headers is not None
         key = (instance, frame.template_id, frame.byte_size)
@@ -218,7 +219,7 @@ class TypedSubscription(Generic[V]):
                 layout = self.reader.layout_of(DirectMessage(template.header, core, template))
             except InvalidDescriptorError:
                 self._dropped["invalid"] += 1
-                return
+                return False
             if len(self._direct_layouts) >= _REMEMBERED:
                 self._direct_layouts.clear()
             known = self._direct_layouts[key] = (layout, pool.memory, pool.device_id)
@@ -227,8 +228,10 @@ class TypedSubscription(Generic[V]):
         core = Descriptor(instance[1], instance[0], frame.block_id, frame.uid, instance[2], memory, device,
                           frame.event_handle, frame.byte_size)
         msg = DirectMessage(self._headers.take(frame.sec, frame.nanosec, frame.frame_id), core, template)
-        self._handle_descriptor(msg, layout)
+        unreadable = self._dropped["stale"] + self._dropped["invalid"]
+        self._handle_descriptor(msg, layout)  # on this thread alone, as every descriptor of a direct subscription
         self._headers.refill()  # the next frame's header, made now, while nothing waits
+        return self._dropped["stale"] + self._dropped["invalid"] == unreadable
 
     def _handle_descriptor(self, msg: Any, layout: Any = None) -> None:
         core = msg.core
