@@ -33,6 +33,16 @@ def admin_tool(name: str) -> str | None:
     return shutil.which(name) or shutil.which(name, path=os.pathsep.join(ADMIN_FOLDERS))
 
 
+def pid_namespaces_unavailable() -> str | None:
+    """Why pid and mount namespaces cannot be made here (``unshare``, ``nsenter`` as root), or None."""
+    if os.geteuid() != 0:
+        return "needs root (unshare --pid --mount)"
+    for tool in ("unshare", "nsenter"):
+        if admin_tool(tool) is None:
+            return f"needs the {tool} command"
+    return None
+
+
 def isolation_unavailable() -> str | None:
     """Why namespaces and users cannot be made here, or None."""
     if os.geteuid() != 0:

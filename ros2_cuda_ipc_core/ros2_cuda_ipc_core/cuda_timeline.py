@@ -11,34 +11,55 @@ CUDA for every context (the reader read-only: the memfd is sealed against its wr
 from __future__ import annotations
 
 import ctypes
+import functools
 import mmap
+import os
 from typing import Any
 
 import numpy as np
 
 from .cuda_context import driver, on_device
-from .cuda_driver import driver_call
+from .cuda_driver import driver_call, unavailable_reason
 from .errors import CudaDriverError
-from .layout import PoolHeader
-from .memfd import map_fd
+from .layout import MEMORY_CUDA, SYNC_TIMELINE, PoolHeader
+from .memfd import create_sealed, map_fd
 
 
+@functools.cache  # a driver's capability: asked once per device and process
 def timeline_unsupported(device: int) -> str | None:
-    """Why ``device`` cannot order streams by timeline values (what the driver says); None when it can."""
+    """Why ``device`` cannot order streams by timeline values (what the driver says); None when it can.
+
+    Asked of the driver by doing it once: attributes such as ``CAN_USE_64_BIT_STREAM_MEM_OPS`` are deprecated and
+    say 0 on devices that support the operations.  A page registered as a publisher and as a reader (read-only)
+    registers it, and a value written by a stream arrives."""
+    unusable = unavailable_reason(device)
+    if unusable is not None:
+        return unusable
     cu = driver()
-    attribute = cu.CUdevice_attribute
-    needed = (("CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS", "64-bit stream memory operations"),
-              ("CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED", "read-only host registration"))
-    for name, what in needed:
-        if not hasattr(attribute, name):
-            return f"this cuda-python names no {name}"
-        try:
-            if not driver_call(cu.cuDeviceGetAttribute, getattr(attribute, name), device):
-                return f"device {device} has no {what}"
-        except CudaDriverError as exc:
-            return f"device {device}: {exc}"
     if not hasattr(cu, "cuStreamWriteValue64") or not hasattr(cu, "cuStreamWaitValue64"):
         return "this cuda-python has no cuStreamWriteValue64 / cuStreamWaitValue64"
+    header = PoolHeader(bytes(16), MEMORY_CUDA, device, 1, 1, 0, SYNC_TIMELINE)
+    fd = create_sealed("ros2_cuda_ipc-timeline-probe", header.metadata_size)
+    try:
+        with on_device(device):
+            writer = Timeline(fd, header, writable=True)
+            try:
+                Timeline(fd, header, writable=False).close()
+                stream = driver_call(cu.cuStreamCreate, cu.CUstream_flags.CU_STREAM_NON_BLOCKING)
+                try:
+                    writer.signal(0, 1, int(stream))
+                    reached = writer.wait(0, 1, int(stream))
+                    driver_call(cu.cuStreamSynchronize, stream)
+                finally:
+                    cu.cuStreamDestroy(stream)
+                if not reached and not writer.reached(0, 1):
+                    return f"device {device}: a value written by a stream never arrived"
+            finally:
+                writer.close()
+    except CudaDriverError as exc:
+        return f"device {device}: {exc}"
+    finally:
+        os.close(fd)
     return None
 
 

@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 from core_peer import core_from_json
-from isolation import isolation_unavailable, other_pid_namespace
+from isolation import other_pid_namespace, pid_namespaces_unavailable
 
 from ros2_cuda_ipc_core import PoolIdentityError, Reader
 from ros2_cuda_ipc_core.socket_names import own_pid_namespace, socket_owner
 
-pytestmark = pytest.mark.skipif(isolation_unavailable() is not None, reason=str(isolation_unavailable()))
+pytestmark = pytest.mark.skipif(pid_namespaces_unavailable() is not None, reason=str(pid_namespaces_unavailable()))
 
 CORE_PEER = "ros2_cuda_ipc_core/test/core_peer.py"
 HOSTILE = "ros2_cuda_ipc_core/test/hostile_peer.py"

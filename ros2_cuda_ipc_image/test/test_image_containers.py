@@ -5,9 +5,9 @@ frame checked byte for byte; where the kernel will not say who serves the pool, 
 import pytest
 from fallback_runs import peer_group, published_there
 from gpu_marks import MEMORIES
-from isolation import Place, inside, isolation_unavailable, other_pid_namespace, stale_proc_pid_namespace
+from isolation import Place, inside, other_pid_namespace, pid_namespaces_unavailable, stale_proc_pid_namespace
 
-pytestmark = pytest.mark.skipif(isolation_unavailable() is not None, reason=str(isolation_unavailable()))
+pytestmark = pytest.mark.skipif(pid_namespaces_unavailable() is not None, reason=str(pid_namespaces_unavailable()))
 FRAMES = 60
 
 
