@@ -1,5 +1,6 @@
 """The command line of a node's executable: ``--help`` made from its parameter table, ``--version``, and a
-refusal (exit code 2) of anything else before ``--ros-args``.
+refusal (exit code 2) of anything else before ``--ros-args``; a ``-p NAME:=VALUE`` the node has no parameter for
+is a warning naming the closest one.
 
 Everything after ``--ros-args`` belongs to ROS (``-p name:=value``, ``-r from:=to``).  A node that cannot
 start with its parameters (a :class:`ValueError`, such as :class:`ParameterError`, from its constructor, or a
@@ -18,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .parameters import parameter_table
+from .parameters import parameter_table, warn_unknown_parameters
 from .shutdown import run_nodes
 
 __all__ = ["STARTUP_ERRORS", "node_help", "parse_node_arguments", "plain_text", "refuse_unusable_memory", "run_node",
@@ -114,8 +115,13 @@ def run_node(node_class: Callable[[], Any], argv: Sequence[str] | None = None, *
     ros = parse_node_arguments(node_class, args, name) if isinstance(node_class, type) else args
     refused: tuple[type[Exception], ...] = (*STARTUP_ERRORS, InvalidParameterTypeException,
                                             InvalidParameterValueException)
+    def make() -> list[Any]:
+        node = node_class()
+        warn_unknown_parameters(node)  # a misspelled -p (widht:=640) does nothing: say so, with the closest name
+        return [node]
+
     try:
-        return run_nodes(lambda: [node_class()], args=[sys.argv[0], *ros])
+        return run_nodes(make, args=[sys.argv[0], *ros])
     except refused as exc:
         print(f"{getattr(node_class, '__name__', name)}: {exc}", file=sys.stderr)
         return 2

@@ -4,11 +4,15 @@ Each node class lists its parameters in ``PARAMETERS`` (a tuple of :class:`NodeP
 adds its own and may give an inherited one another default.  :func:`parameter_table` merges the
 tables along the class hierarchy, :func:`declare` reads one value with the rules every node shares:
 an integer is accepted where a number is meant (``fps:=30``), any other type is a
-:class:`ParameterError` naming the parameter, in one line.
+:class:`ParameterError` naming the parameter, in one line; :func:`positive` and :func:`not_negative` check
+one value each, so that a refusal names that parameter alone.  :func:`warn_unknown_parameters` says which
+``-p NAME:=VALUE`` no parameter of the node took (``widht``), and the closest name it has.
 """
 
 from __future__ import annotations
 
+import difflib
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -18,7 +22,8 @@ from .errors import Ros2CudaIpcError
 if TYPE_CHECKING:
     from rclpy.node import Node
 
-__all__ = ["NodeParameter", "ParameterError", "ParameterValue", "declare", "parameter_table"]
+__all__ = ["NodeParameter", "ParameterError", "ParameterValue", "declare", "not_negative", "parameter_table", "positive",
+           "unknown_parameters", "warn_unknown_parameters"]
 
 ParameterValue: TypeAlias = "int | float | str | bool"
 _KINDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
@@ -68,3 +73,41 @@ def declare(node: Node, name: str) -> Any:
     value: Any = node.declare_parameter(name, entry.default, ParameterDescriptor(dynamic_typing=True,
                                                                            description=entry.help)).value
     return checked_value(name, value, entry.default)
+
+
+def positive(name: str, value: float) -> float:
+    """``value`` if it is a finite number above 0, else a :class:`ParameterError` naming ``name`` alone."""
+    if not math.isfinite(value) or value <= 0:
+        raise ParameterError(f"{name} must be a finite number > 0, not {value!r}")
+    return value
+
+
+def not_negative(name: str, value: float) -> float:
+    """``value`` if it is a finite number of 0 or more, else a :class:`ParameterError` naming ``name`` alone."""
+    if not math.isfinite(value) or value < 0:
+        raise ParameterError(f"{name} must be a finite number >= 0, not {value!r}")
+    return value
+
+
+#: Overrides any node may be given without declaring them (rclpy's own, and QoS overrides by prefix).
+_ALWAYS_TAKEN = ("use_sim_time", "start_type_description_service", "qos_overrides.")
+_SHOWN = 64  # characters of an unknown name a warning shows
+
+
+def unknown_parameters(node: Node) -> dict[str, str | None]:
+    """Each parameter override given to ``node`` (``-p``, a params file, a container's ``--param``) that it has not
+    declared, with its closest declared name (None if none is close): a misspelled parameter does nothing."""
+    overrides: Iterable[str] = getattr(node, "_parameter_overrides", {})  # rclpy keeps no public list of them
+    declared = list(node.list_parameters([], 0).names)
+    unknown = sorted(name for name in overrides if name not in declared and not name.startswith(_ALWAYS_TAKEN))
+    return {name: next(iter(difflib.get_close_matches(name, declared, n=1, cutoff=0.6)), None) for name in unknown}
+
+
+def warn_unknown_parameters(node: Node) -> dict[str, str | None]:
+    """Log one warning per parameter :func:`unknown_parameters` finds, naming the closest known one; returns them."""
+    unknown = unknown_parameters(node)
+    for name, closest in unknown.items():
+        hint = f"did you mean {closest!r}?" if closest else f"{type(node).__name__} has no such parameter"
+        shown = name if len(name) <= _SHOWN else f"{name[:_SHOWN]}..."
+        node.get_logger().warning(f"parameter {shown!r} is ignored: {hint} (--help lists them)")
+    return unknown

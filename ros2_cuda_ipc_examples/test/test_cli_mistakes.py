@@ -1,6 +1,7 @@
 """A newcomer's mistakes on the command line, on the installed executables: malformed ``--ros-args`` are one line
-and exit code 2 (not rclpy's 26-line traceback and exit 1), and a stop while an executable starts is a clean
-exit 0, even where SIGINT was ignored at its start (a shell script's ``cmd &``)."""
+and exit code 2 (not rclpy's 26-line traceback and exit 1), a stop while an executable starts is a clean exit 0,
+even where SIGINT was ignored at its start (a shell script's ``cmd &``), and a misspelled parameter is a warning
+naming the closest one (it was silently ignored)."""
 
 import os
 import shutil
@@ -9,6 +10,8 @@ import subprocess
 import time
 
 import pytest
+from peers import own_lines
+from rclpy.parameter import Parameter
 
 #: Malformed ROS arguments and what the one line they are refused with says.
 MALFORMED = [
@@ -47,7 +50,7 @@ def run_all(commands: list[list[str]]) -> list[subprocess.CompletedProcess]:
 
 
 def assert_one_line_refusal(done: subprocess.CompletedProcess, said: str) -> None:
-    lines = done.stderr.splitlines()
+    lines = own_lines(done.stderr)
     assert done.returncode == 2, (done.args, done.returncode, done.stderr)
     assert len(lines) == 1 and said in lines[0] and "--ros-args" in lines[0], (done.args, done.stderr)
 
@@ -133,3 +136,72 @@ def test_importing_the_library_leaves_a_programs_own_handlers_alone():
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     assert stops_while_starting() == []
+
+
+def _until_line(child: subprocess.Popen, said: str, timeout: float = 60.0) -> list[str]:
+    """The stderr lines of ``child`` up to the first one holding ``said`` (all of them if it ends or time is up)."""
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    assert child.stderr is not None
+    while time.monotonic() < deadline:
+        line = child.stderr.readline()
+        if not line:
+            break
+        lines.append(line.rstrip("\n"))
+        if said in line:
+            break
+    return lines
+
+
+@pytest.mark.parametrize("command", [
+    ["synthetic_camera", "--ros-args", "-p", "memory:=host", "-p", "widht:=640"],
+    ["container", "--load", "ros2_cuda_ipc_examples::SyntheticCamera", "--param", "memory:=host", "--param",
+     "widht:=640"],
+])
+def test_a_misspelled_parameter_is_one_warning_naming_the_closest(command):
+    """Before: ``-p widht:=640`` was silently ignored, and the camera drew 1920 wide."""
+    child = subprocess.Popen([installed(command[0]), *command[1:]], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        lines = _until_line(child, "is ignored")
+    finally:
+        os.kill(child.pid, signal.SIGINT)
+        _, rest = child.communicate(timeout=60)
+    warned = [line for line in lines + rest.splitlines() if "is ignored" in line]
+    assert warned and len(warned) == 1, (lines, rest)
+    assert "parameter 'widht' is ignored: did you mean 'width'? (--help lists them)" in warned[0]
+    assert child.returncode == 0, rest
+
+
+def test_unknown_parameters_are_those_no_declared_one_took(node):
+    from ros2_cuda_ipc_core.parameters import unknown_parameters
+    from ros2_cuda_ipc_examples.nodes.camera import SyntheticCamera
+
+    camera = SyntheticCamera(parameter_overrides=[Parameter("memory", value="host"), Parameter("widht", value=640),
+                                                  Parameter("brightness", value=5.0), Parameter("zzz", value=1),
+                                                  Parameter("use_sim_time", value=False)])
+    try:
+        assert unknown_parameters(camera) == {"brightness": None, "widht": "width", "zzz": None}
+    finally:
+        camera.destroy_node()
+
+
+def test_help_lists_what_the_node_takes():
+    """Before: the camera's --help listed mono8, which it refuses; the bridges' omitted max_frame_bytes."""
+    done = run_all([["synthetic_camera", "--help"], ["gpu_to_image", "--help"], ["image_to_gpu", "--help"],
+                    ["gpu_to_pointcloud2", "--help"], ["pointcloud2_to_gpu", "--help"]])
+    assert all(result.returncode == 0 for result in done), done
+    encoding = next(line for line in done[0].stdout.splitlines() if line.split()[:1] == ["encoding"])
+    assert "mono8" not in encoding and "rgb8, bgr8, rgba8, bgra8" in encoding
+    for bridge in done[1:]:
+        assert any(line.split()[:1] == ["max_frame_bytes"] and line.endswith("(default: 268435456)")
+                   for line in bridge.stdout.splitlines()), bridge.stdout
+
+
+def test_a_frame_too_large_to_draw_is_refused_by_its_parameters():
+    """Before: ``-p width:=100000 -p height:=100000`` was a numpy MemoryError traceback."""
+    done, = run_all([["synthetic_camera", "--ros-args", "-p", "memory:=host", "-p", "width:=100000", "-p",
+                      "height:=100000"]])
+    assert done.returncode == 2 and own_lines(done.stderr) == [
+        "SyntheticCamera: 100000x100000 rgb8 is 30000000000 bytes a frame, more than the 256 MiB the scene draws "
+        "(the bridges' max_frame_bytes)"], done.stderr

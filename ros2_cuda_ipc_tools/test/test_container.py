@@ -62,7 +62,7 @@ def test_unknown_name_lists_what_is_available(container):
 
 def test_refused_parameters_are_a_load_error(container):
     container, _ = container
-    with pytest.raises(ComponentLoadError, match=r"SyntheticCamera could not be loaded: fps .* must be positive"):
+    with pytest.raises(ComponentLoadError, match=r"SyntheticCamera could not be loaded: fps must be a finite number > 0, not -1"):
         container.load(CAMERA, parameters={"fps": -1.0})
     assert container.components == []
 

@@ -7,7 +7,6 @@ costs) is the same for images and point clouds.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from traceback import format_exception
@@ -17,7 +16,7 @@ from rclpy.node import Node
 
 from .. import cuda_driver
 from ..errors import InvalidDescriptorError, Ros2CudaIpcError
-from ..parameters import NodeParameter, ParameterError, declare
+from ..parameters import NodeParameter, ParameterError, declare, not_negative, positive
 from ..pool import DEFAULT_REUSE_DELAY, MemoryKind, check_reuse_delay
 from .publisher import TypedPublisher
 from .reader import TypedReader
@@ -83,10 +82,14 @@ class _Counted:
         return self._guard.refused
 
 
+_MAX_FRAME_BYTES = NodeParameter("max_frame_bytes", DEFAULT_MAX_FRAME_BYTES,
+                                 "largest frame a message may claim, in bytes: one claiming more is refused")
+
+
 def _max_frame_bytes(node: Node) -> int:
-    limit: object = node.declare_parameter("max_frame_bytes", DEFAULT_MAX_FRAME_BYTES).value
-    if not isinstance(limit, int) or limit <= 0:
-        raise ValueError(f"max_frame_bytes must be a positive integer of bytes, got {limit!r}")
+    limit: int = declare(node, "max_frame_bytes")
+    if limit <= 0:
+        raise ParameterError(f"max_frame_bytes must be a positive integer of bytes, not {limit}")
     return limit
 
 
@@ -104,14 +107,15 @@ class DownloadBridge(_Counted, Node, Generic[V]):
         NodeParameter("max_rate", 0.0, "downloads a second at most (0: every message)"),
         NodeParameter("stats_period", 10.0, "seconds between two lines of counts in the log"),
         NodeParameter("diagnostics", True, "report the pools and readers on /diagnostics once a second"),
+        _MAX_FRAME_BYTES,
     )
 
     def __init__(self, node_name: str, reader: TypedReader[Any, Any, V], convert: Callable[[V], Any],
                  in_type: type, in_topic: str, out_type: type, out_topic: str, item: str, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         declare(self, "diagnostics")  # before the reader reports (it reads the parameter)
-        self.max_rate = _not_negative("max_rate", declare(self, "max_rate"))
-        stats_period = _positive("stats_period", declare(self, "stats_period"))
+        self.max_rate = not_negative("max_rate", declare(self, "max_rate"))
+        stats_period = positive("stats_period", declare(self, "stats_period"))
         self.max_frame_bytes = _max_frame_bytes(self)
         self.reader = reader
         reader.report_to(self, in_topic)
@@ -170,6 +174,7 @@ class UploadBridge(_Counted, Node, Generic[P]):
         NodeParameter("reuse_delay", DEFAULT_REUSE_DELAY, "seconds before a published block is reused (finite, not negative)"),
         NodeParameter("stats_period", 10.0, "seconds between two lines of counts in the log"),
         NodeParameter("diagnostics", True, "report the pools and readers on /diagnostics once a second"),
+        _MAX_FRAME_BYTES,
     )
 
     def __init__(self, node_name: str, in_type: type, in_topic: str, item: str, **kwargs: Any) -> None:
@@ -199,7 +204,7 @@ class UploadBridge(_Counted, Node, Generic[P]):
             reuse_delay = check_reuse_delay(declare(self, "reuse_delay"))
         except ValueError as exc:
             raise ParameterError(str(exc)) from None
-        return cast(MemoryKind, memory), block_count, reuse_delay, _positive("stats_period", declare(self, "stats_period"))
+        return cast(MemoryKind, memory), block_count, reuse_delay, positive("stats_period", declare(self, "stats_period"))
 
     def check(self, msg: Any) -> None:
         """Refuse (InvalidDescriptorError) a message whose claims disagree with the bytes it carries, or that
@@ -241,14 +246,3 @@ class UploadBridge(_Counted, Node, Generic[P]):
             if self.upload(self.publisher_for(msg), msg) is None:
                 self._guard.dropped += 1
 
-
-def _not_negative(name: str, value: float) -> float:
-    if not math.isfinite(value) or value < 0:
-        raise ParameterError(f"{name} must be a finite number >= 0, not {value!r}")
-    return value
-
-
-def _positive(name: str, value: float) -> float:
-    if not math.isfinite(value) or value <= 0:
-        raise ParameterError(f"{name} must be a finite number > 0, not {value!r}")
-    return value

@@ -21,7 +21,7 @@ from ros2_cuda_ipc_image import ImagePublisher
 from ros2_cuda_ipc_tools import run_component
 
 from .pipeline_node import ParameterError
-from .scene import Scene
+from .scene import RGB_INDEX, Scene
 from .source_node import SourceNode
 
 __all__ = ["SyntheticCamera", "main"]
@@ -37,7 +37,7 @@ class SyntheticCamera(SourceNode):
         NodeParameter("frame_id", "camera", "frame_id of every header"),
         NodeParameter("width", 1920, "image width in pixels"),
         NodeParameter("height", 1080, "image height in pixels"),
-        NodeParameter("encoding", "rgb8", "image encoding (rgb8, bgr8, rgba8, bgra8, mono8)"),
+        NodeParameter("encoding", "rgb8", f"image encoding ({', '.join(RGB_INDEX)})"),
         NodeParameter("transport", "ipc", "ipc (GpuImage, zero copy) or sensor_msgs (sensor_msgs/Image, copies)"),
     )
 

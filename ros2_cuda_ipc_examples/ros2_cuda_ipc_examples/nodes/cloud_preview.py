@@ -18,13 +18,14 @@ import numpy as np
 from sensor_msgs.msg import PointCloud2
 
 from ros2_cuda_ipc_core import NodeParameter
+from ros2_cuda_ipc_core.parameters import not_negative, positive
 from ros2_cuda_ipc_msgs.msg import BufferCore, GpuPointCloud2
 from ros2_cuda_ipc_pointcloud import PointCloudReader, to_pointcloud2_msg
 from ros2_cuda_ipc_tools import run_component
 
 from .arrays import ArrayBackend
 from .lidar_scene import RANGE_LIMITS
-from .pipeline_node import ParameterError, PipelineNode
+from .pipeline_node import PipelineNode
 from .png import write_png
 
 __all__ = ["CloudPreview", "birds_eye", "main"]
@@ -58,13 +59,11 @@ class CloudPreview(PipelineNode):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("cloud_preview", **kwargs)
-        self.rate = self.parameter("rate")
+        self.rate = positive("rate", self.parameter("rate"))
         self.snapshot_path = self.parameter("snapshot_path")
-        self.snapshot_period = self.parameter("snapshot_period")
-        self.margin = self.parameter("margin")  # metres: a voxel centroid sits at most this far off the wall
-        if self.rate <= 0 or self.snapshot_period <= 0 or self.margin < 0:
-            raise ParameterError(f"rate ({self.rate}) and snapshot_period ({self.snapshot_period}) must be positive, "
-                                 f"margin ({self.margin}) not negative")
+        self.snapshot_period = positive("snapshot_period", self.parameter("snapshot_period"))
+        # metres: a voxel centroid sits at most this far off the wall
+        self.margin = not_negative("margin", self.parameter("margin"))
         self.reader = PointCloudReader(node=self, topic="downsampled")
         self._out = self.create_publisher(PointCloud2, "preview", 2)
         self._last_download = self._last_snapshot = -float("inf")

@@ -18,11 +18,11 @@ import numpy as np
 from sensor_msgs.msg import Image
 
 from ros2_cuda_ipc_core import NodeParameter
+from ros2_cuda_ipc_core.parameters import positive
 from ros2_cuda_ipc_tools import run_component
 
 from .arrays import ArrayBackend
 from .consumer import ImageConsumer
-from .pipeline_node import ParameterError
 from .png import write_png
 from .scene import rgb_index
 
@@ -40,11 +40,9 @@ class Preview(ImageConsumer):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("preview", **kwargs)
-        self.rate = self.parameter("rate")
+        self.rate = positive("rate", self.parameter("rate"))
         self.snapshot_path = self.parameter("snapshot_path")
-        self.snapshot_period = self.parameter("snapshot_period")
-        if self.rate <= 0 or self.snapshot_period <= 0:
-            raise ParameterError(f"rate ({self.rate}) and snapshot_period ({self.snapshot_period}) must be positive")
+        self.snapshot_period = positive("snapshot_period", self.parameter("snapshot_period"))
         self._out = self.create_publisher(Image, "preview", 2)
         self._last_download = self._last_snapshot = -float("inf")
         self.downloads = self.snapshots = 0

@@ -15,14 +15,18 @@ from typing import Any
 
 import numpy as np
 
+from ros2_cuda_ipc_core import DEFAULT_MAX_FRAME_BYTES
+
 from .arrays import ArrayBackend
 
-__all__ = ["BITS", "MIN_HEIGHT", "MIN_WIDTH", "RGB_INDEX", "Probe", "Scene", "plaid", "rgb_index"]
+__all__ = ["BITS", "MAX_FRAME_BYTES", "MIN_HEIGHT", "MIN_WIDTH", "RGB_INDEX", "Probe", "Scene", "plaid", "rgb_index"]
 
 #: Frame-number bits in the barcode (frames count modulo 2**BITS).
 BITS = 24
 #: The smallest picture whose barcode cells and digits stay readable.
 MIN_WIDTH, MIN_HEIGHT = 96, 64
+#: The largest frame drawn (8K rgba8 is 127 MiB): what a bridge passes by default.
+MAX_FRAME_BYTES = DEFAULT_MAX_FRAME_BYTES
 #: The plaid's coordinates run over 512 steps per image side; triangle waves of this period.
 _STEPS, _PERIOD = 512, 510
 _SPEED = (6, 4, 8)  # plaid steps per frame: red, green, blue
@@ -62,9 +66,12 @@ class Scene:
             raise ValueError(f"{width}x{height} is below the smallest picture, {MIN_WIDTH}x{MIN_HEIGHT}")
         if encoding not in RGB_INDEX:
             raise ValueError(f"encoding {encoding!r} is not one of {', '.join(RGB_INDEX)}")
+        self.channels = 4 if encoding.endswith("a8") else 3
+        if width * height * self.channels > MAX_FRAME_BYTES:  # before a byte is allocated: its tables are 8 per pixel
+            raise ValueError(f"{width}x{height} {encoding} is {width * height * self.channels} bytes a frame, more than "
+                             f"the {MAX_FRAME_BYTES >> 20} MiB the scene draws (the bridges' max_frame_bytes)")
         self.width, self.height, self.backend = width, height, backend
         self.rgb_index = RGB_INDEX[encoding]
-        self.channels = 4 if encoding.endswith("a8") else 3
         a = np.arange(width, dtype=np.int64) * _STEPS // width
         b = np.arange(height, dtype=np.int64) * _STEPS // height
         self._a = backend.upload(a % _PERIOD)

@@ -15,6 +15,7 @@ from typing import Any
 from std_msgs.msg import Header
 
 from ros2_cuda_ipc_core import NodeParameter
+from ros2_cuda_ipc_core.parameters import not_negative, positive
 
 from .arrays import ArrayBackend, choose_memory
 from .pipeline_node import ParameterError, PipelineNode
@@ -43,15 +44,13 @@ class SourceNode(PipelineNode):
         #: The typed publisher (an ``ImagePublisher``, a ``PointCloudPublisher``) the subclass makes; closed with the node.
         self.output: Any = None
         self.busy = 0  # ticks with every block still being read
-        fps = self.parameter("fps")
-        self.frames = self.parameter("frames")
-        self.seconds = self.parameter("seconds")
-        self.wait_for_subscribers = self.parameter("wait_for_subscribers")
-        self.start_delay = self.parameter("start_delay")
-        if fps <= 0 or self.frames < 0 or self.seconds < 0 or self.start_delay < 0 or self.wait_for_subscribers < 0:
-            raise ParameterError(f"fps ({fps}) must be positive, frames ({self.frames}), seconds ({self.seconds}), "
-                                 f"start_delay ({self.start_delay}) and wait_for_subscribers not negative")
-        self.fps = fps
+        self.fps = positive("fps", self.parameter("fps"))
+        self.frames: int = self.parameter("frames")
+        self.wait_for_subscribers: int = self.parameter("wait_for_subscribers")
+        for name in ("frames", "wait_for_subscribers"):  # each refused by its own name, not with the others
+            not_negative(name, getattr(self, name))
+        self.seconds = not_negative("seconds", self.parameter("seconds"))
+        self.start_delay = not_negative("start_delay", self.parameter("start_delay"))
         self.block_count, self.reuse_delay = self.pool_parameters()
         self.frame_id = self.parameter("frame_id")
         self.memory, self.memory_reason = choose_memory(self.parameter("memory"))

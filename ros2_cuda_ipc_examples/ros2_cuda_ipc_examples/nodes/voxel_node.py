@@ -20,6 +20,7 @@ import numpy as np
 from std_msgs.msg import Header
 
 from ros2_cuda_ipc_core import NodeParameter
+from ros2_cuda_ipc_core.parameters import positive
 from ros2_cuda_ipc_pointcloud import (
     PointCloudPublisher,
     PointCloudReader,
@@ -31,7 +32,7 @@ from ros2_cuda_ipc_tools import run_component
 
 from .arrays import ArrayBackend
 from .lidar_scene import LidarProbe
-from .pipeline_node import ParameterError, PipelineNode
+from .pipeline_node import PipelineNode
 
 __all__ = ["VoxelDownsample", "main"]
 
@@ -47,9 +48,7 @@ class VoxelDownsample(PipelineNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("voxel_downsample", **kwargs)
         self.clouds: PointCloudPublisher | None = None
-        self.voxel = self.parameter("voxel")
-        if self.voxel <= 0:
-            raise ParameterError(f"voxel ({self.voxel}) must be positive")
+        self.voxel = positive("voxel", self.parameter("voxel"))
         self.block_count, self.reuse_delay = self.pool_parameters()
         self.reader = PointCloudReader(node=self, topic="points")
         self.busy = 0

@@ -33,6 +33,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from ros2_cuda_ipc_core import EXECUTORS, executor_factory, new_executor, run_nodes, tool_parser
+from ros2_cuda_ipc_core.parameters import warn_unknown_parameters
 
 from .parent_watch import follow_runner
 from .registry import COMPONENT_GROUP, UnknownComponentError, available_components, component_class
@@ -124,6 +125,7 @@ class ComponentContainer(Node):
             node = node_class(context=self.context, **spec.node_arguments())
         except Exception as exc:
             raise ComponentLoadError(f"{spec.plugin} could not be loaded: {exc}") from exc
+        warn_unknown_parameters(node)  # a misspelled --param does nothing: say so, with the closest name
         loaded = LoadedComponent(next(self._ids), spec.plugin, node, spec)
         self._components[loaded.unique_id] = loaded
         self._executor.add_node(node)
