@@ -11,14 +11,20 @@ into Python bytes on its way to the file.
 What rosbag2's MCAP plugin writes is written too: the ``ros2`` profile, ``ros2msg`` schemas, ``cdr``
 channels with ``offered_qos_profiles`` and ``topic_type_hash`` metadata, and a ``rosbag2`` metadata
 record holding the bag's metadata as YAML (``serialized_metadata``), which ``ros2 bag info`` reads.
+
+A disk that fills (or fails) mid-write costs the chunk being written, not the file: a chunk and its message
+indexes go to the file in one append, the file is cut back to the end of the last whole one on an error,
+and :meth:`McapFile.close` writes the summary over what is whole, dropping the last chunks while the summary
+does not fit.  :attr:`McapFile.lost` counts the messages that cost, per channel.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +66,29 @@ class _Chunk:
         self.index.setdefault(channel, []).append((log_time, offset))
         self.start, self.end = min(self.start, log_time), max(self.end, log_time)
 
+    def counts(self) -> dict[int, int]:
+        return {channel: len(entries) for channel, entries in self.index.items()}
+
+
+@dataclass(frozen=True)
+class _WholeChunk:
+    """A chunk in the file with its message indexes: where it starts, its chunk index, its messages per channel."""
+
+    offset: int
+    chunk_index: bytes
+    counts: dict[int, int]
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class McapContents:
+    """What a closed file holds: messages per channel and the log times of its first and last message."""
+
+    counts: dict[int, int]
+    start: int
+    end: int
+
 
 class McapFile:
     """Messages into a new file at ``path``; :meth:`close` writes the summary, the footer and the closing magic.
@@ -73,14 +102,14 @@ class McapFile:
         self.chunk_bytes = chunk_bytes
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         self.bytes_written = 0
+        self.lost: dict[int, int] = {}  #: messages per channel that a write error cost
+        self._whole_end = 0  # the file's end after its last whole record (or chunk and its indexes)
         self._schemas: list[bytes] = []
         self._channels: list[bytes] = []
-        self._chunk_indexes: list[bytes] = []
-        self._counts: dict[int, int] = {}
+        self._chunks: list[_WholeChunk] = []
         self._sequence: dict[int, int] = {}
         self._chunk = _Chunk()
-        self._start, self._end = 2**64 - 1, 0
-        self._write([MCAP_MAGIC, _record(_HEADER, _string("ros2") + _string(library))])
+        self._append([MCAP_MAGIC, _record(_HEADER, _string("ros2") + _string(library))])
 
     @property
     def size(self) -> int:
@@ -89,14 +118,26 @@ class McapFile:
 
     @property
     def message_count(self) -> int:
-        return sum(self._counts.values())
+        """Messages in whole chunks in the file (those gathered for the next chunk are not, yet)."""
+        return sum(sum(c.counts.values()) for c in self._chunks)
+
+    def contents(self) -> McapContents:
+        """The messages of the whole chunks in the file, per channel, and their first and last log time."""
+        counts = {channel: 0 for channel in self._sequence}
+        for chunk in self._chunks:
+            for channel, n in chunk.counts.items():
+                counts[channel] += n
+        if not self._chunks:
+            return McapContents(counts, 0, 0)
+        return McapContents(counts, min(c.start for c in self._chunks), max(c.end for c in self._chunks))
 
     def add_schema(self, name: str, encoding: str, data: str) -> int:
         """A message type and its definition; its id (1, 2, ...)."""
         schema_id = len(self._schemas) + 1
         body = struct.pack("<H", schema_id) + _string(name) + _string(encoding) + _string(data)
-        self._schemas.append(_record(_SCHEMA, body))
-        self._write([self._schemas[-1]])
+        record = _record(_SCHEMA, body)
+        self._append([record])
+        self._schemas.append(record)
         return schema_id
 
     def add_channel(self, topic: str, schema_id: int, message_encoding: str, metadata: dict[str, str]) -> int:
@@ -104,15 +145,15 @@ class McapFile:
         channel_id = len(self._channels) + 1
         pairs = [_string(k) + _string(v) for k, v in sorted(metadata.items())]
         body = struct.pack("<HH", channel_id, schema_id) + _string(topic) + _string(message_encoding) + _map(pairs)
-        self._channels.append(_record(_CHANNEL, body))
-        self._counts[channel_id] = 0
+        record = _record(_CHANNEL, body)
+        self._append([record])
+        self._channels.append(record)
         self._sequence[channel_id] = 0
-        self._write([self._channels[-1]])
         return channel_id
 
     def write(self, channel_id: int, log_time: int, parts: Sequence[Any], size: int) -> None:
         """One message of ``size`` bytes, the concatenation of ``parts`` (buffers: bytes, memoryviews, numpy)."""
-        if channel_id not in self._counts:
+        if channel_id not in self._sequence:
             raise KeyError(f"channel {channel_id} was not added")
         if not 0 <= log_time < 2**64:
             raise ValueError(f"a log time of {log_time} ns")
@@ -131,8 +172,6 @@ class McapFile:
                 self._chunk.records[len(self._chunk.records):] = memoryview(part).cast("B")
             if len(self._chunk.records) >= self.chunk_bytes:
                 self._flush_chunk()
-        self._counts[channel_id] += 1
-        self._start, self._end = min(self._start, log_time), max(self._end, log_time)
 
     def _flush_chunk(self) -> None:
         chunk, self._chunk = self._chunk, _Chunk()
@@ -140,39 +179,66 @@ class McapFile:
             self._write_chunk(chunk, [chunk.records], len(chunk.records))
 
     def _write_chunk(self, chunk: _Chunk, records: Sequence[Any], records_size: int) -> None:
-        """The chunk record, then one message index per channel; the chunk's index kept for the summary."""
+        """The chunk record and one message index per channel, in one append; the chunk's index kept for the
+        summary.  On an error the chunk's messages are lost (counted) and the file ends after the last whole one."""
         chunk_start = self.bytes_written
         head = _CHUNK_HEAD.pack(_CHUNK, 8 * 3 + 4 + 4 + 8 + records_size, chunk.start, chunk.end, records_size, 0, 0,
                                 records_size)
-        self._write([head, *records])
-        chunk_length = self.bytes_written - chunk_start
+        chunk_length = len(head) + records_size
         offsets: list[bytes] = []
         indexes: list[bytes] = []
         for channel, entries in chunk.index.items():
-            offsets.append(struct.pack("<HQ", channel, self.bytes_written + sum(map(len, indexes))))
+            offsets.append(struct.pack("<HQ", channel, chunk_start + chunk_length + sum(map(len, indexes))))
             body = struct.pack("<HI", channel, 16 * len(entries)) + b"".join(struct.pack("<QQ", *e) for e in entries)
             indexes.append(_record(_MESSAGE_INDEX, body))
-        self._write(indexes)
-        self._chunk_indexes.append(_record(_CHUNK_INDEX, struct.pack("<QQQQ", chunk.start, chunk.end, chunk_start,
-                                                                     chunk_length)
-                                           + _map(offsets)
-                                           + struct.pack("<Q", sum(map(len, indexes))) + _string("")
-                                           + struct.pack("<QQ", records_size, records_size)))
+        try:
+            self._append([head, *records, *indexes])
+        except OSError:
+            self._count_lost(chunk.counts())
+            raise
+        chunk_index = _record(_CHUNK_INDEX, struct.pack("<QQQQ", chunk.start, chunk.end, chunk_start, chunk_length)
+                              + _map(offsets) + struct.pack("<Q", sum(map(len, indexes))) + _string("")
+                              + struct.pack("<QQ", records_size, records_size))
+        self._chunks.append(_WholeChunk(chunk_start, chunk_index, chunk.counts(), chunk.start, chunk.end))
 
-    def close(self, serialized_metadata: str) -> None:
+    def _count_lost(self, counts: dict[int, int]) -> None:
+        for channel, n in counts.items():
+            self.lost[channel] = self.lost.get(channel, 0) + n
+
+    def close(self, serialized_metadata: str | Callable[[McapContents], str]) -> McapContents:
         """Write the last chunk, the ``rosbag2`` metadata record (``serialized_metadata``: the bag's metadata
-        as YAML), the summary and the footer; the file is complete and synced to the disk."""
-        self._flush_chunk()
+        as YAML, or made from what the file holds), the summary and the footer; the file is complete and synced
+        to the disk.  Where the disk takes no more, the chunk gathered is lost, and the last whole chunks are
+        dropped until the summary fits; OSError only if it does not fit even without any chunk.  What the file
+        holds, as closed."""
+        with contextlib.suppress(OSError):  # counted lost; the file ends after its last whole chunk
+            self._flush_chunk()
+        while True:
+            contents = self.contents()
+            text = serialized_metadata if isinstance(serialized_metadata, str) else serialized_metadata(contents)
+            try:
+                self._finish(text, contents)
+                return contents
+            except OSError:
+                if not self._chunks:
+                    raise
+                dropped = self._chunks.pop()
+                self._count_lost(dropped.counts)
+                self._cut(dropped.offset)
+
+    def _finish(self, serialized_metadata: str, contents: McapContents) -> None:
+        """The metadata record, the summary, the footer and the closing magic after the last whole chunk."""
         metadata_start = self.bytes_written
         metadata = _record(_METADATA, _string("rosbag2") + _map([_string("serialized_metadata")
                                                                  + _string(serialized_metadata)]))
-        self._write([metadata, _record(_DATA_END, struct.pack("<I", 0))])
+        self._append([metadata, _record(_DATA_END, struct.pack("<I", 0))])
         summary_start = self.bytes_written
-        start, end = (self._start, self._end) if self.message_count else (0, 0)
-        statistics = struct.pack("<QHIIIIQQ", self.message_count, len(self._schemas), len(self._channels), 0, 1,
-                                 len(self._chunk_indexes), start, end) \
-            + _map([struct.pack("<HQ", c, n) for c, n in sorted(self._counts.items())])
-        groups = [(_SCHEMA, self._schemas), (_CHANNEL, self._channels), (_CHUNK_INDEX, self._chunk_indexes),
+        count = sum(contents.counts.values())
+        chunk_indexes = [c.chunk_index for c in self._chunks]
+        statistics = struct.pack("<QHIIIIQQ", count, len(self._schemas), len(self._channels), 0, 1,
+                                 len(chunk_indexes), contents.start, contents.end) \
+            + _map([struct.pack("<HQ", c, n) for c, n in sorted(contents.counts.items())])
+        groups = [(_SCHEMA, self._schemas), (_CHANNEL, self._channels), (_CHUNK_INDEX, chunk_indexes),
                   (_METADATA_INDEX, [_record(_METADATA_INDEX, struct.pack("<QQ", metadata_start, len(metadata))
                                              + _string("rosbag2"))]),
                   (_STATISTICS, [_record(_STATISTICS, statistics)])]
@@ -188,8 +254,12 @@ class McapFile:
         offset_start = summary_start + len(summary)
         footer_head = struct.pack("<BQQQ", _FOOTER, 20, summary_start, offset_start)
         crc = zlib.crc32(footer_head, zlib.crc32(offsets, zlib.crc32(summary)))
-        self._write([summary, offsets, footer_head, struct.pack("<I", crc), MCAP_MAGIC])
-        os.fsync(self._fd)
+        self._append([summary, offsets, footer_head, struct.pack("<I", crc), MCAP_MAGIC])
+        try:
+            os.fsync(self._fd)
+        except OSError:
+            self._cut(metadata_start)
+            raise
         self.abort()
 
     def abort(self) -> None:
@@ -197,6 +267,21 @@ class McapFile:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+    def _append(self, parts: Sequence[Any]) -> None:
+        """All of ``parts`` appended as one whole: on an error the file is cut back to where it was."""
+        try:
+            self._write(parts)
+        except OSError:
+            self._cut(self._whole_end)
+            raise
+        self._whole_end = self.bytes_written
+
+    def _cut(self, end: int) -> None:
+        """The file ends at ``end`` again (what was written after it freed on the disk)."""
+        os.ftruncate(self._fd, end)
+        os.lseek(self._fd, end, os.SEEK_SET)
+        self.bytes_written = self._whole_end = end
 
     def _write(self, parts: Sequence[Any]) -> None:
         """All of ``parts`` appended with as few ``writev`` calls as the kernel allows, resumed after a short one."""

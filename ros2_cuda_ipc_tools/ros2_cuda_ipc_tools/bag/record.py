@@ -26,6 +26,7 @@ from ros2_cuda_ipc_core import (
 )
 
 from .bag_errors import BagError
+from .bag_source import one_line
 from .cli import number_argument, run_bag_tool
 from .recordings import JpegEncoder
 from .split_writer import STORAGES, SplitBagWriter
@@ -130,12 +131,17 @@ def record(args: argparse.Namespace) -> int:
         return 0
     if sys.stderr.isatty():
         sys.stderr.write("\n")
-    print(recorder.status.table())
-    print(f"bag_record: {args.output}: {sum(c.written for c in recorder.status.topics.values())} messages in "
-          f"{sink.files} file{'s' if sink.files != 1 else ''}, "
-          f"{sum(c.dropped for c in recorder.status.topics.values())} dropped", flush=True)
+    status = recorder.status
+    status.settle(sink.topic_counts())  # what the closed bag holds: a disk error costs what was not whole
+    lost = sum(c.lost for c in status.topics.values())
+    print(status.table())
+    print(f"bag_record: {args.output}: {sum(c.written for c in status.topics.values())} messages in "
+          f"{sink.files} file{'s' if sink.files != 1 else ''}, {sum(c.dropped for c in status.topics.values())} "
+          f"dropped{f', {lost} lost' if lost else ''}", flush=True)
     if recorder.error is not None:
-        print(f"bag_record: writing stopped: {recorder.error}", file=sys.stderr)
+        print(f"bag_record: writing stopped: {one_line(recorder.error)}; the bag is closed with what reached the "
+              f"disk whole ({lost} message{'s' if lost != 1 else ''} lost, the frames after it dropped)",
+              file=sys.stderr)
         return 1
     return 0
 

@@ -12,13 +12,15 @@ __all__ = ["RecordStatus", "TopicCounts"]
 @dataclass
 class TopicCounts:
     """One topic's frames written to the bag, their bytes, and the frames lost: ``dropped`` (no free buffer
-    or a full queue: the disk fell behind) and ``failed`` (unreadable: stale, invalid, or its conversion raised)."""
+    or a full queue: the disk fell behind), ``failed`` (unreadable: stale, invalid, or its conversion raised)
+    and ``lost`` (handed to the bag, not in it: a disk error cost the chunk or transaction they were in)."""
 
     msgtype: str
     written: int = 0
     bytes: int = 0
     dropped: int = 0
     failed: int = 0
+    lost: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, name: str, n: int = 1) -> None:
@@ -51,10 +53,18 @@ class RecordStatus:
                 f"{queued}/{capacity} | dropped {drops} failed {failed} | bag {bag_bytes / 1e6:.1f} MB in {files} "
                 f"file{'s' if files != 1 else ''}{wait}")
 
+    def settle(self, in_bag: dict[str, int]) -> None:
+        """Make ``written`` what the closed bag holds (``in_bag``: messages per topic); the rest counts as lost."""
+        for topic, counts in self.topics.items():
+            held = in_bag.get(topic, 0)
+            counts.add("lost", max(counts.written - held, 0))
+            counts.written = held
+
     def table(self) -> str:
         seconds = max(time.monotonic() - self.start, 1e-6)
-        rows = [f"{'topic':30} {'type':32} {'written':>8} {'dropped':>8} {'failed':>7} {'MB':>9} {'MB/s':>7}"]
+        rows = [f"{'topic':30} {'type':32} {'written':>8} {'dropped':>8} {'failed':>7} {'lost':>6} {'MB':>9} "
+                f"{'MB/s':>7}"]
         for topic, c in self.topics.items():
-            rows.append(f"{topic:30} {c.msgtype:32} {c.written:8d} {c.dropped:8d} {c.failed:7d} "
+            rows.append(f"{topic:30} {c.msgtype:32} {c.written:8d} {c.dropped:8d} {c.failed:7d} {c.lost:6d} "
                         f"{c.bytes / 1e6:9.1f} {c.bytes / 1e6 / seconds:7.1f}")
         return "\n".join(rows)

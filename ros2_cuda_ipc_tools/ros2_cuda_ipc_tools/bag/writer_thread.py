@@ -117,6 +117,7 @@ class WriterThread:
                 self.sink.write(message.topic, message.timestamp, parts, size)
             except Exception as exc:  # the disk (full, gone) or the storage library: stop writing, keep the bag
                 self.error = exc
+                message.counts.add("lost")
                 return
         finally:
             parts = []
