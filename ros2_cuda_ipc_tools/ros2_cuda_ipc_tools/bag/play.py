@@ -23,6 +23,7 @@ from ros2_cuda_ipc_core import (
 from .bag_errors import BagError
 from .bag_source import BagSource, BagTopicInfo, one_line
 from .cli import number_argument, run_bag_tool
+from .fd_budget import FdBudget
 from .message_types import MessageTypes, rclpy_class
 from .play_timing import PlayClock
 from .republishers import CloudRepublisher, ImageRepublisher, RawRepublisher, Republisher
@@ -122,26 +123,39 @@ class _Player:
         self.types = MessageTypes()
         self.republishers: dict[str, Republisher] = {}
         self.upload = PoolUpload()  # pinned staging for CUDA pools, a plain copy for host pools
+        self.budget = FdBudget()
+        self.plain: list[str] = []  # image and cloud topics past the budget, published as plain messages
         remap = dict(args.remap)
         for topic in source.topics.values():
             try:
                 self.republishers[topic.name] = self._republisher(topic, _output_topic(node, topic.name, remap))
-            except BagError as exc:
-                _say(f"{topic.name} ({topic.msgtype[:120]}) is skipped: {exc}")
+            except (BagError, OSError) as exc:  # OSError: the limits of this process (open files, memory)
+                _say(f"{topic.name} ({topic.msgtype[:120]}) is skipped: "
+                     f"{exc if isinstance(exc, BagError) else one_line(exc)}")
             except CudaUnavailableError as exc:  # not this topic's fault: the whole replay cannot be
                 raise BagError(f"--memory {args.memory}: {exc}") from None
+        if self.plain:
+            named = ", ".join(self.plain[:3]) + (f" and {len(self.plain) - 3} more" if len(self.plain) > 3 else "")
+            _say(f"{len(self.plain)} image or cloud topics are published as plain sensor_msgs, not through pools: "
+                 f"their pools would pass this process's open-file limit ({self.budget.limit}, ulimit -n; "
+                 f"{self.budget.per_pool} a pool): {named}")
 
     def _republisher(self, topic: BagTopicInfo, output: str) -> Republisher:
         pooled = _POOLED.get(topic.msgtype)
         self._check_definition(topic)
         if pooled is None:
             return RawRepublisher(self.node, output, rclpy_class(topic.msgtype))
+        if not self.budget.grant():
+            self.plain.append(topic.name)
+            return RawRepublisher(self.node, output, rclpy_class(topic.msgtype))
         republisher = pooled(self.node, output, self.args.memory, self.args.block_count, self.upload,
                              self.args.max_frame_bytes)
         first = self.source.first(topic.name)
         if first is not None:
             try:
+                before = self.budget.opened()
                 republisher.prepare(first)
+                self.budget.made(before)
             except (InvalidDescriptorError, ValueError) as exc:
                 _say(f"{topic.name}: the first message sizes no pool ({one_line(exc)}); the next one that does will")
         return republisher
@@ -218,7 +232,7 @@ class _Player:
                     progress.played += 1
                 else:
                     progress.dropped += 1
-            except (InvalidDescriptorError, ValueError) as exc:
+            except (InvalidDescriptorError, ValueError, OSError) as exc:  # OSError: a pool this process cannot make
                 progress.bad += 1
                 if progress.bad == 1:
                     _say(f"{topic}: a message not played: {one_line(exc)} (further ones are counted as bad)")
