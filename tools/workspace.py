@@ -93,6 +93,34 @@ def run(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> 
     subprocess.run(cmd, env=env, cwd=cwd, check=True)
 
 
+#: pip's line for a ``file://`` index (``extra-index-url`` in a machine's pip.conf) that has no folder for a
+#: package: one per package looked up, hundreds on a first setup, and nothing wrong.
+_IGNORED_LOCATION = re.compile(r"^WARNING: Location '(?P<index>file://[^']*?)/?[^/']+/?' is ignored: "
+                               r"it is neither a file nor a directory\.$")
+
+
+def run_pip(cmd: list[str], cwd: Path = ROOT) -> None:
+    """``run`` for pip: its stderr is passed on as it comes, less :data:`_IGNORED_LOCATION` lines, which are
+    counted in one line at the end (real warnings and errors pass)."""
+    print("      $ " + shlex.join(cmd), flush=True)
+    process = subprocess.Popen(cmd, cwd=cwd, stderr=subprocess.PIPE, text=True, errors="replace")
+    assert process.stderr is not None
+    ignored: dict[str, int] = {}
+    for line in process.stderr:
+        match = _IGNORED_LOCATION.match(line.rstrip("\n"))
+        if match is None:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+        else:
+            ignored[match["index"]] = ignored.get(match["index"], 0) + 1
+    code = process.wait()
+    for index, count in ignored.items():
+        print(f"      (hid {count} pip warning{'s' if count != 1 else ''} that {index}, a local index of this machine's "
+              "pip configuration, has no folder for a package: harmless)", flush=True)
+    if code != 0:
+        raise subprocess.CalledProcessError(code, cmd)
+
+
 def pins(lock: Path, python_version: str) -> list[tuple[str, str]]:
     """(name, version) of every pin in ``lock`` that applies to ``python_version``."""
     result = []
@@ -210,7 +238,7 @@ def pip_install(python: str, requirements: list[tuple[str, str]], wheelhouse: Pa
     if wheelhouse is not None:
         cmd[4:4] = ["--no-index", "--find-links", str(wheelhouse)]
     try:
-        run(cmd)
+        run_pip(cmd)
     finally:
         os.unlink(handle.name)
 
@@ -268,6 +296,54 @@ def write_env_script(facts: dict[str, str], distro: str) -> Path:
     return script
 
 
+_PACKAGE_NAME = re.compile(r"<name>\s*([^<\s]+)\s*</name>")
+_SKIPPED_DIRS = {"build", "install", "log"}
+
+
+def colcon_packages(root: Path) -> list[Path]:
+    """The package folders colcon finds under ``root``: a ``package.xml``, outside build/install/log, hidden
+    folders and folders with a ``COLCON_IGNORE``."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        here = Path(folder)
+        if "COLCON_IGNORE" in files:
+            dirs[:] = []
+            continue
+        if "package.xml" in files:
+            found.append(here)
+            dirs[:] = []
+            continue
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (here == root and d in _SKIPPED_DIRS))
+    return sorted(found)
+
+
+def build_inputs(root: Path) -> str:
+    """A digest of what ``colcon build --symlink-install`` turns into build/ and install/: every package's files,
+    less those it links rather than copies (an ament_python package's module folder: the build links it, so an
+    edit there is live), its tests (not installed) and its Markdown.  A new or edited package.xml, setup.py,
+    setup.cfg, CMakeLists.txt, message, resource or launch file changes it."""
+    digest = hashlib.sha256()
+    for package in colcon_packages(root):
+        manifest = (package / "package.xml").read_text(errors="replace")
+        name = _PACKAGE_NAME.search(manifest)
+        linked = {name[1], "test"} if name and "<build_type>ament_python</build_type>" in manifest else set()
+        for path in sorted(package.rglob("*")):
+            parts = path.relative_to(package).parts
+            if parts[0] in linked or path.suffix == ".md" or any(p.startswith(".") or p == "__pycache__" for p in parts):
+                continue
+            if path.is_file():
+                digest.update(f"{path.relative_to(root)}\0{path.stat().st_size}\0".encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def built(root: Path) -> bool:
+    """Whether install/ holds a finished build of every package (a removed install/ or package is rebuilt)."""
+    install = root / "install"
+    return (install / "setup.bash").is_file() and all((install / package.name).is_dir()
+                                                      for package in colcon_packages(root))
+
+
 def setup(args: argparse.Namespace) -> None:
     steps = Steps(5)
     lock = REQUIREMENTS / f"{args.distro}.txt"
@@ -319,8 +395,19 @@ def setup(args: argparse.Namespace) -> None:
         write_underlay_scripts(facts)
     env = build_environment(facts)
     colcon = [python, "-m", "colcon"]
-    run([*colcon, "build", "--symlink-install", "--event-handlers", "summary+",
-         "--cmake-args", f"-DPython3_EXECUTABLE={python}", "-DBUILD_TESTING=ON"], env=env)
+    build_key = hashlib.sha256(json.dumps([stamp_key, build_inputs(ROOT), facts["include"],
+                                           facts["numpy_include"]]).encode()).hexdigest()
+    build_stamp = STATE / "build-inputs"
+    if not args.rebuild and built(ROOT) and build_stamp.is_file() and build_stamp.read_text() == build_key:
+        steps.note("up to date: no package.xml, setup.py/cfg, CMake, message, resource or launch file changed since "
+                   "the last build (Python modules are linked, so their edits are live); 'make setup REBUILD=1' "
+                   "builds anyway")
+    else:
+        build_stamp.unlink(missing_ok=True)  # a build that fails leaves none: the next setup builds again
+        run([*colcon, "build", "--symlink-install", "--event-handlers", "summary+",
+             "--cmake-args", f"-DPython3_EXECUTABLE={python}", "-DBUILD_TESTING=ON"], env=env)
+        STATE.mkdir(exist_ok=True)
+        build_stamp.write_text(build_key)
 
     steps("environment: write .workspace/env.sh")
     script = write_env_script(facts, args.distro)
@@ -336,8 +423,8 @@ def download_one(python_version: str, name: str, version: str, dest: Path) -> No
               *platforms, "-d", str(dest), f"{name}=={version}"]
     if subprocess.run(binary, capture_output=True).returncode == 0:
         return
-    run([sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "--no-deps",
-         "-w", str(dest), f"{name}=={version}"])
+    run_pip([sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "--no-deps",
+             "-w", str(dest), f"{name}=={version}"])
 
 
 def wheelhouse(args: argparse.Namespace) -> None:
@@ -361,8 +448,8 @@ def resolve(python_exe: str, requirements: Path) -> dict[str, str]:
     """What pip would install for ``requirements`` on ``python_exe``: {name: version}."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        run([python_exe, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-             "--dry-run", "--ignore-installed", "--report", str(report), "-r", str(requirements)], cwd=REQUIREMENTS)
+        run_pip([python_exe, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                 "--dry-run", "--ignore-installed", "--report", str(report), "-r", str(requirements)], cwd=REQUIREMENTS)
         items = json.loads(report.read_text())["install"]
     return {item["metadata"]["name"]: item["metadata"]["version"] for item in items}
 
@@ -410,6 +497,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--venv", default=".venv")
     p.add_argument("--wheelhouse", default="", help="install from this folder only, no network")
     p.add_argument("--into-env", action="store_true", help="install into --python's own environment; keep what it has")
+    p.add_argument("--rebuild", action="store_true", default=bool(os.environ.get("REBUILD")),
+                   help="run colcon build even when its inputs did not change (also: REBUILD=1 in the environment)")
     p.set_defaults(func=setup)
     p = sub.add_parser("wheelhouse", help="download every wheel for an offline setup")
     add_distro(p)

@@ -152,3 +152,52 @@ def test_the_setup_build_registers_the_message_tests_for_colcon_test():
         pytest.skip("needs the workspace built by 'make setup' and CMake's ctest")
     listed = subprocess.run(["ctest", "--test-dir", str(build), "-N"], capture_output=True, text=True, check=True).stdout
     assert "test_messages" in listed and "test_dds" in listed
+
+
+def test_pip_warnings_of_a_local_index_without_the_package_are_hidden_and_counted(tmp_path, capfd):
+    """This machine's pip.conf names file:// indexes (extra-index-url) that hold a few packages: pip warned
+    "Location 'file:///.../<name>/' is ignored" for every other one, 303 lines burying a first setup."""
+    index = tmp_path / "simple"
+    index.mkdir()
+    command = [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--disable-pip-version-check",
+               "--isolated", "--index-url", index.as_uri(), "no-such-package-anywhere==1.0"]
+    with pytest.raises(subprocess.CalledProcessError):
+        workspace.run_pip(command)
+    out, err = capfd.readouterr()
+    assert "is ignored: it is neither a file nor a directory" not in err, err
+    assert f"(hid 1 pip warning that {index.as_uri()}, a local index" in out, out
+    assert "ERROR: No matching distribution found for no-such-package-anywhere==1.0" in err, err  # errors pass
+
+
+def _package(root: Path, name: str, build_type: str) -> Path:
+    package = root / name
+    (package / name).mkdir(parents=True)
+    (package / "test").mkdir()
+    (package / "package.xml").write_text(f"<package><name>{name}</name><export><build_type>{build_type}</build_type>"
+                                         "</export></package>\n")
+    (package / name / "module.py").write_text("X = 1\n")
+    (package / "test" / "test_it.py").write_text("def test(): pass\n")
+    (package / "setup.py").write_text("setup()\n")
+    (package / "README.md").write_text("# it\n")
+    return package
+
+
+def test_a_setup_builds_again_only_when_what_colcon_installs_changed(tmp_path):
+    """A no-op setup took 13.6-15.1 s, nearly all of it colcon build rerunning every package."""
+    python = _package(tmp_path, "pkg_py", "ament_python")
+    cmake = _package(tmp_path, "pkg_msgs", "ament_cmake")
+    (tmp_path / "build" / "copy").mkdir(parents=True)
+    (tmp_path / "build" / "copy" / "package.xml").write_text("<package><name>copy</name></package>\n")
+    assert workspace.colcon_packages(tmp_path) == [cmake, python]
+    before = workspace.build_inputs(tmp_path)
+    for live in (python / "pkg_py" / "module.py", python / "pkg_py" / "new.py", python / "test" / "test_it.py",
+                 python / "README.md"):
+        live.write_text("changed = True\n")  # linked by the build (or not installed): no rebuild
+    assert workspace.build_inputs(tmp_path) == before
+    for installed in (python / "setup.py", python / "launch" / "new.launch.py", cmake / "test" / "test_it.py",
+                      cmake / "pkg_msgs" / "module.py", tmp_path / "another" / "package.xml"):
+        installed.parent.mkdir(exist_ok=True)
+        installed.write_text(f"{installed.name} changed\n")
+        assert workspace.build_inputs(tmp_path) != before, installed
+        before = workspace.build_inputs(tmp_path)
+    assert not workspace.built(tmp_path)  # no install/: built whatever the stamp says
