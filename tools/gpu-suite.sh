@@ -1,32 +1,61 @@
 #!/usr/bin/env bash
 # The whole test suite in one call, its test files in parallel: each file is its own pytest process on its own
 # ROS domain (DDS traffic of one never reaches another), its own --basetemp (pytest prunes old temporary
-# directories, a sibling's among them) and its own log. Plain bash, no pytest-xdist needed.
+# directories, a sibling's among them), its own process group (what a job leaves running is listed in its log and
+# killed when it ends, so it cannot disturb a later job) and its own log. Plain bash, no pytest-xdist needed.
 #
-#   tools/gpu-suite.sh [-j JOBS] [-t SECONDS_PER_FILE] [-o LOG_DIR] [-f "FILE ..."] [-- PYTEST_ARGS...]
+#   tools/gpu-suite.sh [--gpu-only] [-j JOBS] [-t SECONDS_PER_FILE] [-T SECONDS_IN_ALL] [-o LOG_DIR] [-f "FILE ..."]
+#                      [-- PYTEST_ARGS...]
 #
+# --gpu-only runs only the tests that skip without a GPU (conftest.py's `cuda` marker, collected with the GPU
+# hidden: CUDA_VISIBLE_DEVICES=), the CUDA pipelines among them; default budget 180 s.
 # -f runs only the files named (a quick check of the script itself).
 # JOBS (default: CPU cores / 2, at least 2) files run at once, the longest-running files first so the tail is
-# short. Exit status 0 when every file passed (skips are fine), else 1; the per-file lines and the failing
-# files' last lines end the output. Run from the repository root with the workspace's environment sourced.
+# short; then the exclusive files, alone, one at a time. -T (default 420 s) bounds the call: a job gets at most
+# what is left, and a job not started in time is listed as not run (the results are then partial).
+# Exit status 0 when every job passed (skips are fine), else 1; Ctrl-C or SIGTERM ends it within a second with
+# exit status 0, saying its results are partial. The per-job lines (with seconds), the slowest jobs, the failing
+# jobs' last lines and the processes holding the GPU end the output. Run from the repository root with the
+# workspace's environment sourced.
 set -u -o pipefail
 
 jobs=$(( $(nproc) / 2 )); (( jobs < 2 )) && jobs=2
 per_file=420
+budget=""
 logs=gpu-suite-logs
 only=""
+gpu_only=0
 while (( $# )); do
     case "$1" in
         -j) jobs=$2; shift 2 ;;
         -t) per_file=$2; shift 2 ;;
+        -T) budget=$2; shift 2 ;;
         -o) logs=$2; shift 2 ;;
         -f) only=$2; shift 2 ;;
+        --gpu-only) gpu_only=1; shift ;;
         --) shift; break ;;
-        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "gpu-suite.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
-[[ "$jobs" =~ ^[1-9][0-9]*$ && "$per_file" =~ ^[1-9][0-9]*$ ]] || { echo "gpu-suite.sh: -j and -t take positive integers" >&2; exit 2; }
+[[ -n "$budget" ]] || budget=$(( gpu_only ? 180 : 420 ))
+for n in "$jobs" "$per_file" "$budget"; do
+    [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "gpu-suite.sh: -j, -t and -T take positive integers" >&2; exit 2; }
+done
+(( jobs <= 40 )) || { echo "gpu-suite.sh: at most 40 jobs at once (ROS domains 60-100)" >&2; exit 2; }
+started=$(date +%s)
+
+# A job is a file, a test id, or (--gpu-only) a file's selected ids, space-separated; its name is a file name.
+job_name() { local id=$1; [[ "$id" == *" "* ]] && id="${id%%::*}::selected"; id=${id//.py/}; echo "${id//[\/:\[\] ]/_}"; }
+label() { local words; read -r -a words <<< "$1"; (( ${#words[@]} > 1 )) && echo "${1%%::*} (${#words[@]} tests)" || echo "$1"; }
+# Processes that hold an NVIDIA device open (pid, state, command), this script's own jobs among them while they run.
+gpu_users() {
+    local pid
+    for pid in $(find /proc/[0-9]*/fd -maxdepth 1 -lname '/dev/nvidia*' -printf '%h\n' 2>/dev/null | cut -d/ -f3 | sort -un); do
+        printf '  pid %-7s state %s  %s\n' "$pid" "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" \
+            "$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | cut -c1-150)"
+    done
+}
 
 # Slowest first (what runs whole pipelines and processes), each of their tests a job of its own: a file of
 # pipelines run one after another would be the whole call's length. The rest, a file a job, in name order.
@@ -39,72 +68,146 @@ slow=(ros2_cuda_ipc_tools/test/test_bag.py ros2_cuda_ipc_examples/test/test_soak
       tools/test/test_readme_snippets.py ros2_cuda_ipc_examples/test/test_upstream.py
       ros2_cuda_ipc_examples/test/test_benchmark.py ros2_cuda_ipc_examples/test/test_components.py
       ros2_cuda_ipc_tools/test/test_bag_hostile.py ros2_cuda_ipc_image/test/test_image_direct.py)
-files=()
-for f in "${slow[@]}"; do
-    [[ -f "$f" ]] || continue
-    while IFS= read -r id; do files+=("$id"); done < <(python -m pytest -q --collect-only -p no:cacheprovider "$f" 2>/dev/null | grep "::")
-done
-while IFS= read -r f; do
-    [[ " ${slow[*]} " == *" $f "* ]] || files+=("$f")
-done < <(ls tools/test/test_*.py ros2_cuda_ipc_*/test/test_*.py 2>/dev/null | sort)
-
-if [[ -n "$only" ]]; then read -r -a files <<< "$only"; fi
 # Run alone after the others, one at a time: a test that measures the whole device (its free memory moves by
 # running siblings' allocations too), and the GL viewer's and the tensor's GPU files (with ten siblings loading
 # the CPUs and the GPU their files ran past 300 s where alone they take under 40 s: run 21).
 exclusive=(ros2_cuda_ipc_core/test/test_cuda.py::test_50_closed_cuda_pools_give_back_gpu_memory_and_fds
            ros2_cuda_ipc_tools/test/test_viewer.py ros2_cuda_ipc_tools/test/test_viewer_cuda.py
            ros2_cuda_ipc_tensor/test/test_tensor_cuda.py)
-deselect=(); for id in "${exclusive[@]}"; do deselect+=(--deselect "$id"); done
-kept=(); for f in "${files[@]}"; do [[ " ${exclusive[*]} " == *" $f "* ]] || kept+=("$f"); done; files=("${kept[@]}")
+is_slow() { [[ " ${slow[*]} " == *" ${1%%::*} "* ]]; }
+exclusive_of() { local e; for e in "${exclusive[@]}"; do [[ "$1" == "$e" || "$1" == "$e::"* ]] && echo "$e" && return 0; done; return 1; }
+is_exclusive() { exclusive_of "$1" > /dev/null; }
+
+files=()      # the parallel jobs
+alone=()      # the exclusive jobs
+if [[ -n "$only" ]]; then
+    read -r -a files <<< "$only"
+elif (( gpu_only )); then
+    # The selection: what conftest.py marks `cuda` where no GPU is visible (the tests a CPU machine skips).
+    mapfile -t selected < <(CUDA_VISIBLE_DEVICES="" python -m pytest -q --collect-only -m cuda -p no:cacheprovider \
+                                "$@" 2>/dev/null | grep "::")
+    (( ${#selected[@]} )) || { echo "gpu-suite.sh: --gpu-only selected no test (see: CUDA_VISIBLE_DEVICES= python -m pytest --collect-only -m cuda)" >&2; exit 1; }
+    declare -A by_file=() by_exclusive=()
+    for id in "${selected[@]}"; do
+        if is_exclusive "$id"; then by_exclusive[$(exclusive_of "$id")]+="$id "
+        elif is_slow "$id"; then files+=("$id")
+        else by_file[${id%%::*}]+="$id "; fi
+    done
+    mapfile -t grouped < <(printf '%s\n' "${!by_file[@]}" | sort)
+    for f in "${grouped[@]}"; do [[ -n "$f" ]] && files+=("${by_file[$f]% }"); done
+    for e in "${exclusive[@]}"; do [[ -n "${by_exclusive[$e]:-}" ]] && alone+=("${by_exclusive[$e]% }"); done
+else
+    present=(); for f in "${slow[@]}"; do [[ -f "$f" ]] && present+=("$f"); done
+    # One collection for all of them (one pytest start, not fourteen).
+    while IFS= read -r id; do files+=("$id"); done < <(python -m pytest -q --collect-only -p no:cacheprovider \
+                                                           "${present[@]}" 2>/dev/null | grep "::")
+    while IFS= read -r f; do
+        is_slow "$f" || is_exclusive "$f" || files+=("$f")
+    done < <(printf "%s\n" tools/test/test_*.py ros2_cuda_ipc_*/test/test_*.py | sort)
+    kept=(); for f in "${files[@]}"; do is_exclusive "$f" || kept+=("$f"); done; files=("${kept[@]}")
+    alone=("${exclusive[@]}")
+fi
+deselect=(); (( gpu_only )) || for id in "${exclusive[@]}"; do deselect+=(--deselect "$id"); done
+
 rm -rf "$logs"; mkdir -p "$logs"
-started=$(date +%s)
-echo "gpu-suite: ${#files[@]} jobs (test files, and the slow files' tests one by one), $jobs at a time, ${per_file} s each at most; logs in $logs/"
-# ROS domains 60 and up, one per running job: a job takes the first free slot (mkdir is atomic) and frees it
-# at its end, so the domains stay below 101 (higher ones reach into Linux's ephemeral ports) however many jobs.
-(( jobs <= 40 )) || { echo "gpu-suite.sh: at most 40 jobs at once (ROS domains 60-100)" >&2; exit 2; }
 # Each job's temporary directory is short (/tmp/gs-<pid>/<n>): tests bind Unix sockets under it, and a socket
 # path is at most 107 bytes.
 temp_root=/tmp/gs-$$
 rm -rf "$temp_root"; mkdir -p "$temp_root"
-run_job() {  # run_job INDEX TEST [PYTEST_ARGS...]: one pytest on a free ROS domain
-    local index=$1 f=$2 name slot=0; shift 2
-    name=$(echo "$f" | tr '/:[] ' '_____' | sed 's/\.py//')
+echo "gpu-suite: ${#files[@]} parallel jobs$( (( gpu_only )) && echo " (--gpu-only: ${#selected[@]} tests)"), $jobs at a time, then ${#alone[@]} alone; ${per_file} s a job, ${budget} s in all; logs in $logs/"
+users=$(gpu_users)
+[[ -z "$users" ]] || printf 'gpu-suite: already holding the GPU before the first job (their load and their DDS traffic\nmeet the tests; a hang in an earlier run leaves such processes):\n%s\n' "$users"
+
+# ROS domains 60 and up, one per running job: a job takes the first free slot (mkdir is atomic) and frees it
+# at its end, so the domains stay below 101 (higher ones reach into Linux's ephemeral ports) however many jobs.
+run_job() {  # run_job INDEX NAME SECONDS PYTEST_ARGS...: one pytest on a free ROS domain, in its own process group
+    local index=$1 name=$2 seconds=$3 slot=0 group rc begin left; shift 3
     until mkdir "$logs/slot_$slot" 2>/dev/null; do slot=$(( (slot + 1) % 41 )); done
-    ROS_DOMAIN_ID=$(( 60 + slot )) timeout -k 10 "$per_file" python -m pytest -q -rfEs -p no:cacheprovider \
-        --basetemp="$temp_root/$index" "$f" "$@" > "$logs/$name.log" 2>&1
-    echo $? > "$logs/$name.rc"
+    begin=$(date +%s)
+    # timeout makes itself a process group leader: the job's group is its pid. SIGINT first, so pytest prints where
+    # it was and what ran; SIGKILL 10 s later.
+    ROS_DOMAIN_ID=$(( 60 + slot )) timeout -s INT -k 10 "$seconds" python -m pytest -q -rfEs -p no:cacheprovider \
+        --basetemp="$temp_root/$index" "$@" > "$logs/$name.log" 2>&1 &
+    group=$!
+    echo "$group" > "$logs/$name.group"
+    wait "$group"; rc=$?
+    left=$(ps -e -o pid=,pgid=,stat=,args= | awk -v g="$group" '$2 == g && $3 !~ /^Z/' | cut -c1-200)
+    if [[ -n "$left" ]]; then
+        printf '\ngpu-suite: still running when the job ended (killed now):\n%s\n' "$left" >> "$logs/$name.log"
+        kill -KILL -- "-$group" 2>/dev/null
+    fi
+    echo "$rc" > "$logs/$name.rc"
+    echo $(( $(date +%s) - begin )) > "$logs/$name.seconds"
+    rm -f "$logs/$name.group"
     rmdir "$logs/slot_$slot"
 }
+left_s() { echo $(( budget - ($(date +%s) - started) )); }
+job_seconds() { local left; left=$(left_s); (( left < per_file )) && echo "$left" || echo "$per_file"; }
+
+summary() {  # summary [interrupted]: the per-job lines, the slowest, the failures' last lines; the exit status
+    local i f name rc last status secs failed=0 not_run=0 line failures=()
+    echo
+    for i in "${!planned[@]}"; do
+        f=${planned[$i]}; name=${names[$i]}; rc=""; secs=-; last=""
+        [[ -f "$logs/$name.rc" ]] && read -r rc < "$logs/$name.rc"
+        [[ -f "$logs/$name.seconds" ]] && read -r secs < "$logs/$name.seconds"
+        [[ -n "${1:-}" && $rc == 137 ]] && rc=""  # killed by the interrupt, its end written meanwhile
+        if [[ -z "$rc" && -f "$logs/$name.log" ]]; then status=STOPPED; not_run=$(( not_run + 1 )); last="killed by the interrupt"
+        elif [[ -z "$rc" ]]; then status="NOT RUN"; not_run=$(( not_run + 1 ))
+        else
+            [[ -n "${1:-}" ]] || last=$(grep -E "passed|failed|error|no tests ran|skipped" "$logs/$name.log" | tail -1)
+            if [[ $rc == 0 || $rc == 5 ]]; then status=ok
+            else
+                status=FAIL; failed=$(( failed + 1 )); failures+=("$i")
+                [[ $rc == 124 || $rc == 137 ]] && last="cut at its time limit; $last"
+            fi
+        fi
+        line=$(label "$f")
+        printf '%-7s %4s s  %-70s %s\n' "$status" "$secs" "${line:0:70}" "${last:-${rc:+rc $rc}}"
+        [[ $secs == - ]] || slowest+=("$secs $line")
+    done
+    (( ${#slowest[@]} )) && echo "-- slowest jobs:" && printf '%s\n' "${slowest[@]}" | sort -rn | head -8 | sed 's/^/  /'
+    for i in "${failures[@]}"; do
+        read -r rc < "$logs/${names[$i]}.rc"
+        echo "---- $(label "${planned[$i]}") (exit $rc; $logs/${names[$i]}.log), last lines:"
+        tail -60 "$logs/${names[$i]}.log"
+    done
+    line=$(gpu_users)
+    [[ -z "$line" ]] || printf -- '-- still holding the GPU now:\n%s\n' "$line"
+    echo "gpu-suite: $(( ${#planned[@]} - failed - not_run )) of ${#planned[@]} jobs passed in $(( $(date +%s) - started )) s${1:+, interrupted}$( (( not_run )) && echo "; $not_run not run or stopped (PARTIAL results)")"
+    (( failed == 0 && not_run == 0 ))
+}
+
+interrupted() {  # Ctrl-C or SIGTERM: every job's process group killed, the summary so far, exit 0
+    trap '' INT TERM
+    local g
+    for g in "$logs"/*.group; do [[ -f "$g" ]] && kill -KILL -- "-$(cat "$g")" 2>/dev/null; done
+    summary interrupted  # without waiting for the jobs' own ends: those killed show as STOPPED
+    echo "gpu-suite: interrupted: the results above are PARTIAL"
+    exit 0
+}
+trap interrupted INT TERM
+
+planned=("${files[@]}" "${alone[@]}")
+names=(); slowest=()
+for f in "${planned[@]}"; do names+=("$(job_name "$f")"); done
 running=0
 index=0
 for f in "${files[@]}"; do
     index=$(( index + 1 ))
-    run_job "$index" "$f" "${deselect[@]}" "$@" &
+    (( $(left_s) > 0 )) || break
+    read -r -a ids <<< "$f"
+    run_job "$index" "${names[$(( index - 1 ))]}" "$(job_seconds)" "${ids[@]}" "${deselect[@]}" "$@" &
     running=$(( running + 1 ))
     if (( running >= jobs )); then wait -n; running=$(( running - 1 )); fi
 done
 wait
-if [[ -z "$only" ]]; then
-    # Each test of these at most 120 s, its threads' stacks dumped if it gets there (the viewer's GPU file once
-    # hung past 90 s after the others had run): a hang is then a finding with a place, not a lost call.
-    for id in "${exclusive[@]}"; do
-        index=$(( index + 1 )); run_job "$index" "$id" --timeout 120 --timeout-method thread "$@"; files+=("$id")
-    done
-fi
-
-failed=0
-for f in "${files[@]}"; do
-    name=$(echo "$f" | tr '/:[] ' '_____' | sed 's/\.py//')
-    rc=$(cat "$logs/$name.rc" 2>/dev/null || echo 99)
-    last=$(grep -E "passed|failed|error|no tests ran" "$logs/$name.log" | tail -1)
-    printf '%-4s %-60s %s\n' "$([[ $rc == 0 || $rc == 5 ]] && echo ok || echo FAIL)" "$f" "${last:-rc $rc}"
-    [[ $rc == 0 || $rc == 5 ]] || failed=$(( failed + 1 ))
+# Each test of these at most 120 s, its threads' stacks dumped if it gets there (the viewer's GPU file once
+# hung past 90 s after the others had run): a hang is then a finding with a place, not a lost call.
+for id in "${alone[@]}"; do
+    index=$(( index + 1 ))
+    (( $(left_s) > 0 )) || break
+    read -r -a ids <<< "$id"
+    run_job "$index" "${names[$(( index - 1 ))]}" "$(job_seconds)" "${ids[@]}" --timeout 120 --timeout-method thread "$@"
 done
-for f in "${files[@]}"; do
-    name=$(echo "$f" | tr '/:[] ' '_____' | sed 's/\.py//')
-    rc=$(cat "$logs/$name.rc" 2>/dev/null || echo 99)
-    if [[ $rc != 0 && $rc != 5 ]]; then echo "---- $f (exit $rc), last lines:"; tail -40 "$logs/$name.log"; fi
-done
-echo "gpu-suite: $(( ${#files[@]} - failed )) of ${#files[@]} jobs passed in $(( $(date +%s) - started )) s"
-(( failed == 0 ))
+summary
