@@ -145,7 +145,7 @@ left_s() { echo $(( budget - ($(date +%s) - started) )); }
 job_seconds() { local left; left=$(left_s); (( left < per_file )) && echo "$left" || echo "$per_file"; }
 
 summary() {  # summary [interrupted]: the per-job lines, the slowest, the failures' last lines; the exit status
-    local i f name rc last status secs failed=0 not_run=0 line failures=()
+    local i f name rc last status secs failed=0 not_run=0 cut=0 line failures=()
     echo
     for i in "${!planned[@]}"; do
         f=${planned[$i]}; name=${names[$i]}; rc=""; secs=-; last=""
@@ -159,7 +159,7 @@ summary() {  # summary [interrupted]: the per-job lines, the slowest, the failur
             if [[ $rc == 0 || $rc == 5 ]]; then status=ok
             else
                 status=FAIL; failed=$(( failed + 1 )); failures+=("$i")
-                [[ $rc == 124 || $rc == 137 ]] && last="cut at its time limit; $last"
+                [[ $rc == 124 || $rc == 137 ]] && last="cut at its time limit; $last" && cut=$(( cut + 1 ))
             fi
         fi
         line=$(label "$f")
@@ -174,7 +174,7 @@ summary() {  # summary [interrupted]: the per-job lines, the slowest, the failur
     done
     line=$(gpu_users)
     [[ -z "$line" ]] || printf -- '-- still holding the GPU now:\n%s\n' "$line"
-    echo "gpu-suite: $(( ${#planned[@]} - failed - not_run )) of ${#planned[@]} jobs passed in $(( $(date +%s) - started )) s${1:+, interrupted}$( (( not_run )) && echo "; $not_run not run or stopped (PARTIAL results)")"
+    echo "gpu-suite: $(( ${#planned[@]} - failed - not_run )) of ${#planned[@]} jobs passed in $(( $(date +%s) - started )) s${1:+, interrupted}$( (( not_run + cut )) && echo "; $not_run not run or stopped, $cut cut at a time limit (PARTIAL results)")"
     (( failed == 0 && not_run == 0 ))
 }
 

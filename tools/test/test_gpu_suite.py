@@ -1,0 +1,53 @@
+"""tools/gpu-suite.sh, the GPU machine's one-call suite, checked where it can be without a GPU: its jobs' summary,
+its whole-call budget (jobs not started are listed, the results partial), and its stop on SIGTERM (every job's
+processes gone, the summary so far, exit code 0, PARTIAL said)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "tools" / "gpu-suite.sh"
+
+
+def _suite(*args: str, logs: Path) -> subprocess.Popen:
+    return subprocess.Popen(["bash", str(SCRIPT), "-o", str(logs), *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def test_the_script_parses():
+    assert subprocess.run(["bash", "-n", str(SCRIPT)], capture_output=True).returncode == 0
+
+
+def test_files_run_as_jobs_and_the_budget_leaves_the_rest_unrun(tmp_path):
+    suite = _suite("-j", "1", "-T", "30", "-f", "ros2_cuda_ipc_core/test/test_no_driver.py tools/test/test_wheel_quirks.py "
+                   "tools/test/test_gpu_selection.py", "--", "-k", "not gpu_skip", logs=tmp_path / "logs")
+    out = suite.communicate(timeout=240)[0]
+    lines = out.splitlines()
+    assert any(line.startswith("ok") and "ros2_cuda_ipc_core/test/test_no_driver.py" in line for line in lines), out
+    assert suite.returncode == 1 and "PARTIAL results" in lines[-1], out
+    assert any(line.startswith(("NOT RUN", "FAIL")) for line in lines), out  # the 30 s ran out before the last ended
+    assert (tmp_path / "logs" / "ros2_cuda_ipc_core_test_test_no_driver.log").exists()
+
+
+def test_sigterm_ends_it_with_the_jobs_and_says_the_results_are_partial(tmp_path):
+    logs = tmp_path / "logs"
+    suite = _suite("-j", "2", "-f", "tools/test/test_gpu_selection.py ros2_cuda_ipc_tools/test/test_viewer_peer.py",
+                   logs=logs)
+    deadline = time.monotonic() + 120
+    while len(list(logs.glob("*.group"))) < 2:  # both jobs started, each in its process group
+        assert suite.poll() is None and time.monotonic() < deadline, suite.communicate()[0]
+        time.sleep(0.1)
+    groups = [int(path.read_text()) for path in logs.glob("*.group")]
+    suite.send_signal(signal.SIGTERM)
+    out = suite.communicate(timeout=30)[0]
+    assert suite.returncode == 0, out
+    assert out.rstrip().endswith("gpu-suite: interrupted: the results above are PARTIAL"), out
+    assert out.count("STOPPED") == 2, out
+    rows = [line.split() for line in subprocess.run(["ps", "-e", "-o", "pgid=,stat=,args="], capture_output=True,
+                                                    text=True).stdout.splitlines()]
+    left = [row for row in rows if int(row[0]) in groups and not row[1].startswith("Z")]  # zombies wait for init
+    assert not left, left
