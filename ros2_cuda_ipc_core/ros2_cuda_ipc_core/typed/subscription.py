@@ -39,6 +39,7 @@ from ..pool import MemoryKind
 from ..streams import StreamLike
 from ..topic_check import check_topic
 from .checks import require_cuda_for
+from .peek import peek_publication
 from .reader import TypedReader
 from .twins import twin_topic
 from .upload import TwinUpload
@@ -128,7 +129,10 @@ class TypedSubscription(Generic[V]):
         self._dropped: Counter[str] = Counter()
         self._direct_layouts: dict[tuple[InstanceKey, int, int], Any] = {}
         self._headers: HeaderSpares | None = None
-        self._subscription = node.create_subscription(message_type, topic, self._on_descriptor, qos)
+        # Direct delivery takes DDS copies serialized: most are duplicates, dropped without deserializing (.peek).
+        self._subscription = node.create_subscription(
+            message_type, topic, self._on_serialized if delivery == "direct" else self._on_descriptor, qos,
+            raw=delivery == "direct")
         self._topic_check = check_topic(node, topic, message_type)  # a misspelt topic, or one of another type, is said
         self.topic = str(self._subscription.topic_name)
         self.twin_topic = fallback_topic or twin_topic(self.topic)
@@ -203,6 +207,25 @@ class TypedSubscription(Generic[V]):
             self._dropped["duplicate"] += 1  # the direct path delivered it already: no hand-over for nothing
         else:
             self._receiver.submit(partial(self._handle_descriptor, msg))
+
+    def _on_serialized(self, data: bytes) -> None:
+        """A serialized descriptor from DDS (direct delivery, the executor's thread): a copy of a frame the direct
+        path delivered already costs a peek, not a deserialization."""
+        peeked = peek_publication(data, self._message_type)
+        if peeked is not None and peeked[1] <= self._last_uid.get(peeked[0], 0):
+            self._topic_check.cancel()
+            self._arrived["dds"] += 1
+            self._dropped["duplicate"] += 1
+            return
+        from rclpy.serialization import deserialize_message
+
+        try:
+            msg: Any = deserialize_message(data, self._message_type)
+        except Exception:  # rclpy raises a bare RuntimeError for bytes it cannot read
+            self._arrived["dds"] += 1
+            self._dropped["invalid"] += 1
+            return
+        self._on_descriptor(msg)
 
     def _on_direct_frame(self, instance: InstanceKey, template: Any, frame: Frame) -> bool:
         """A publication from the pool's direct channel (the delivery thread): ``template``'s fields, ``frame``'s core.
