@@ -84,8 +84,11 @@ if [[ -n "$only" ]]; then
     read -r -a files <<< "$only"
 elif (( gpu_only )); then
     # The selection: what conftest.py marks `cuda` where no GPU is visible (the tests a CPU machine skips).
-    mapfile -t selected < <(CUDA_VISIBLE_DEVICES="" python -m pytest -q --collect-only -m cuda -p no:cacheprovider \
-                                "$@" 2>/dev/null | grep "::")
+    collected=$(CUDA_VISIBLE_DEVICES="" python -m pytest -q --collect-only -m cuda -p no:cacheprovider \
+                    --continue-on-collection-errors "$@" 2>&1)
+    mapfile -t selected < <(grep -E "^[^ ]+\.py::[^ ]" <<< "$collected")
+    grep -q "^ERROR" <<< "$collected" && printf 'gpu-suite: the selection could not collect everything:\n%s\n' \
+        "$(grep "^ERROR" <<< "$collected")" >&2
     (( ${#selected[@]} )) || { echo "gpu-suite.sh: --gpu-only selected no test (see: CUDA_VISIBLE_DEVICES= python -m pytest --collect-only -m cuda)" >&2; exit 1; }
     declare -A by_file=() by_exclusive=()
     for id in "${selected[@]}"; do
