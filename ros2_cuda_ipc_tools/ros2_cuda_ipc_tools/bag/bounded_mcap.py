@@ -21,7 +21,9 @@ temporary folder) is refused, ``message`` is decompressed here, message by messa
 
 from __future__ import annotations
 
+import contextlib
 import heapq
+import os
 import struct
 import sys
 import threading
@@ -178,6 +180,29 @@ def _bounded(bounds: ChunkBounds) -> Iterator[None]:
         _ACTIVE.bounds = before
 
 
+class _CappedFile:
+    """A file whose ``read(n)`` asks for no more than is left of it.  rosbags reads a record by the length the
+    file states; Python's buffered ``read(n)`` allocates ``n`` bytes before reading, so a stated 16 GiB was a
+    16 GiB allocation (a MemoryError past that) from a 600-byte file."""
+
+    def __init__(self, file: Any) -> None:
+        self._file = file
+        self._size = os.fstat(file.fileno()).st_size
+
+    def read(self, size: int = -1) -> bytes:
+        left = max(self._size - self._file.tell(), 0)
+        return bytes(self._file.read(left if size is None or size < 0 else min(size, left)))
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return int(self._file.seek(offset, whence))
+
+    def tell(self) -> int:
+        return int(self._file.tell())
+
+    def close(self) -> None:
+        self._file.close()
+
+
 @dataclass
 class _OpenChunk:
     """A decompressed chunk's wanted messages, in time order, and the next one to give."""
@@ -195,9 +220,19 @@ class BoundedMcapReader(McapReader):
     say: Callable[[str], None] = staticmethod(lambda line: None)
 
     def open(self) -> None:
+        """rosbags' open, on a file whose reads are capped at what is left of it (:class:`_CappedFile`)."""
         self._said_overlap = False
-        with _bounded(self.bounds):  # a file without a summary is scanned, its chunks decompressed, at open
-            super().open()
+        try:
+            self.bio = _CappedFile(self.path.open("rb"))  # type: ignore[assignment]
+        except OSError as exc:
+            raise BagError(f"cannot open {self.path}: {exc.strerror}") from None
+        try:
+            with _bounded(self.bounds):  # a file without a summary is scanned, its chunks decompressed, at open
+                self._open()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.close()
+            raise
 
     def messages(self, connections: Collection[Any], start: int | None = None,
                  stop: int | None = None) -> Generator[tuple[Any, int, bytes], None, None]:
