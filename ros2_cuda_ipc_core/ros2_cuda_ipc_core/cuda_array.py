@@ -8,13 +8,15 @@ stream after the producer's work whenever the consumer names a stream.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from .dlpack import KDL_CUDA, make_capsule
 from .dlpack_dtype import DLPackDType
 from .views import check_layout
+
+T = TypeVar("T")
 
 #: Streams as the DLPack protocol names them for CUDA.
 _LEGACY_DEFAULT, _NO_SYNC = 1, -1
@@ -76,6 +78,12 @@ class CudaArray:
             raise BufferError(f"{dlpack_dtype} elements are not the size of this array's {self.dtype}")
         return make_capsule(self, self.ptr, self.__dlpack_device__(), self.shape, self.strides,
                             self.dtype if dlpack_dtype is None else dlpack_dtype, versioned, self.readonly)
+
+    def kept(self, importer: Callable[[Any], T]) -> T:
+        """``importer(self)``, made once per address, layout and importer while its memory lives (see
+        :meth:`ArrayProtocols.kept <ros2_cuda_ipc_core.typed.arrays.ArrayProtocols.kept>`)."""
+        kept_import = getattr(self._owner, "kept_import", None)
+        return importer(self) if kept_import is None else kept_import(self, importer)
 
     def __repr__(self) -> str:
         mode = "read-only" if self.readonly else "writable"

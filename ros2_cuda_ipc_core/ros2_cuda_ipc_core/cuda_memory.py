@@ -17,7 +17,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -50,7 +50,9 @@ log = logging.getLogger("ros2_cuda_ipc")
 #: ``events`` here makes new CUDA pools signal readiness by interprocess events, as on a driver without stream memory
 #: operations (to compare the two, or to work around a driver that misbehaves).
 SYNC_ENVIRONMENT = "ROS2_CUDA_IPC_SYNC"
-_NO_HANDLE = np.zeros(64, dtype=np.uint8)  # a timeline pool's descriptors carry no event handle
+_NO_HANDLE = np.zeros(64, dtype=np.uint8)
+_MAX_KEPT = 256  # kept imports per mapping: blocks x layouts x importers
+T = TypeVar("T")  # a timeline pool's descriptors carry no event handle
 
 
 def _free_cuda(device: int, handle: Any, events: list[Any], mapping: tuple[int, int], timeline: list[Any]) -> None:
@@ -93,6 +95,7 @@ class _CudaBlocks:
     _finalizer: weakref.finalize
 
     def _start_lifetime(self) -> None:
+        self._kept: dict[tuple[Any, ...], Any] = {}
         self._users = 0
         self._closing = False
         self._lifetime_lock = threading.Lock()
@@ -116,6 +119,7 @@ class _CudaBlocks:
 
     def close(self) -> None:
         """Give the memory back now if nothing uses it, else as soon as the last user lets go."""
+        self._kept.clear()  # kept imports hold no user count: they go with the memory
         with self._lifetime_lock:
             self._closing = True
             free = self._users == 0
@@ -147,6 +151,19 @@ class _CudaBlocks:
 
     def _order_after(self, start: int, ordered_stream: int | None) -> Callable[[int], None] | None:
         return None
+
+    def kept_import(self, array: CudaArray, importer: Callable[[Any], T]) -> T:
+        """``importer`` of an array at ``array``'s address and layout that holds no lease and orders no stream,
+        made once and kept until this memory closes: a reader that uses it only while its lease lasts, on the
+        stream its read ordered, imports each block once rather than once a frame."""
+        key = (array.ptr, array.shape, array.strides, array.dtype.str, importer)
+        kept = self._kept.get(key)
+        if kept is None:
+            if len(self._kept) >= _MAX_KEPT:
+                self._kept.clear()  # layouts and importers changing all the time: no more than a frame's import each
+            kept = self._kept[key] = importer(CudaArray(array.ptr, array.shape, array.strides, array.dtype,
+                                                        array.device_id, self.readonly, self))
+        return kept
 
 
 class CudaMemory(_CudaBlocks):

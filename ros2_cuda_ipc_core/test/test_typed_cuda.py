@@ -46,3 +46,27 @@ def test_device_fields_dlpack_cai_and_strided_copies(node):
             host = np.empty((HEIGHT, WIDTH), np.float32)
             view.copy_out(LAYOUT.field("x"), host)  # device -> host
             np.testing.assert_array_equal(host, expected("x", HEIGHT, WIDTH))
+
+
+def test_a_kept_tensor_is_imported_once_per_block_and_reads_each_frame(node):
+    """``kept(torch.from_dlpack)``: the second frame in the same block is the same tensor object (no DLPack import),
+    and it reads that frame's bytes; another block is another tensor."""
+    import torch
+
+    with TypedPublisher(node, "typed_cuda_kept", GpuPointCloud2, LAYOUT, memory="cuda", block_count=2) as pub:
+        reader, stream = RecordReader(), torch.cuda.Stream()
+        tensors: dict[int, list] = {}
+        for seq in range(6):
+            frame = pub.borrow(timeout=5.0)  # the last read's lease goes back once its stream is done
+            assert frame is not None
+            with frame:
+                values = expected("ring", HEIGHT, WIDTH) + seq
+                frame.copy_in(LAYOUT.field("ring"), values.astype(np.uint16))
+                msg = frame.publish()
+            with reader.read(msg, stream) as view, torch.cuda.stream(stream):
+                ring = view.array_view(LAYOUT.field("ring"), "ring").kept(torch.from_dlpack)
+                np.testing.assert_array_equal(ring.to(torch.int32).cpu().numpy(), values)
+                tensors.setdefault(view.handle.block_id, []).append(ring)
+        firsts = [kept[0] for kept in tensors.values()]
+        assert all(tensor is kept[0] for kept in tensors.values() for tensor in kept)  # one import per block
+        assert len(firsts) == len({id(tensor) for tensor in firsts}) and sum(map(len, tensors.values())) == 6

@@ -8,13 +8,16 @@ numpy array made from it, for as long as it lives.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ..dlpack import host_capsule
 from ..errors import Ros2CudaIpcError
 from .layout import StridedLayout
+
+T = TypeVar("T")
 
 
 class ArrayProtocols:
@@ -66,6 +69,20 @@ class ArrayProtocols:
         if isinstance(array, np.ndarray):
             return host_capsule(array, element, **kwargs)
         return array.__dlpack__(**kwargs, dlpack_dtype=element)
+
+    def kept(self, importer: Callable[[Any], T]) -> T:
+        """``importer(view)`` (``torch.from_dlpack``, ``cupy.from_dlpack``) without a DLPack import per frame: the
+        result is made once per block, layout and importer, and kept by this process.
+
+        It is valid **only while this view is open** and on the stream the read was ordered on (the
+        subscription's ``stream``): it holds no lease and orders no other stream.  A tensor that must outlive
+        the ``with`` block, or be used on another stream, comes from ``importer(view)``, which holds the lease
+        and orders that stream.  Host memory (and types DLPack cannot name as they are) import every time.
+        """
+        array = self._live_array()
+        if isinstance(array, np.ndarray) or self.array_layout.element is not None:
+            return importer(self)
+        return array.kept(importer)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return self._live_array().__dlpack_device__()

@@ -90,8 +90,9 @@ class TorchArrays:
             return frame.cpu().numpy()
 
     def from_view(self, view: Any) -> Any:
+        """The frame as a tensor, kept per block: used only inside the view's ``with``, on the read's stream."""
         with self.torch.cuda.stream(self.stream):
-            return self.torch.from_dlpack(view)
+            return view.kept(self.torch.from_dlpack)
 
     def upload(self, data: Any) -> Any:
         host = self.torch.frombuffer(data, dtype=self.torch.uint8)
@@ -130,8 +131,9 @@ class CupyArrays:
         return self.cupy.asnumpy(frame, stream=self.stream)
 
     def from_view(self, view: Any) -> Any:
+        """The frame as an array, kept per block: used only inside the view's ``with``, on the read's stream."""
         with self.stream:
-            return self.cupy.from_dlpack(view)
+            return view.kept(self.cupy.from_dlpack)
 
     def upload(self, data: Any) -> Any:
         import numpy

@@ -5,7 +5,8 @@
 Steps, in microseconds, for each frame (stamped by the producer right before it published):
 ``arrival`` (publish to callback; with ``delivery="direct"`` the read is done by then, and ``read`` is 0),
 ``read`` (``ImageReader.read``; sensor_msgs: the upload or wrap),
-``view`` (``torch.from_dlpack`` / ``cupy.from_dlpack`` / ``np.asarray``; sensor_msgs: the reshape),
+``view`` (``view.kept(torch.from_dlpack)`` / ``view.kept(cupy.from_dlpack)``: one import per block; ``np.asarray``;
+sensor_msgs: the reshape),
 ``wait`` (the consumer stream catching up with the producer), ``ready`` (publish to consumer-ready),
 ``work`` (the reduction over every byte), ``release`` (dropping the tensor and closing the view), ``total``.
 """
