@@ -15,8 +15,11 @@ import sys
 from pathlib import Path
 
 import mcap_bombs
+import numpy as np
 import pytest
+from bag_tools import TYPES
 from peers import own_lines
+from rosbags.rosbag2 import StoragePlugin, Writer
 
 MiB = 1 << 20
 _PEAK = ("import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
@@ -107,3 +110,24 @@ def test_chunk_indexes_all_stating_one_start_time_hold_a_bounded_number_of_chunk
     assert len(lines) == 1 and "chunks stating overlapping times would hold more than 64 MiB" in lines[0], lines
     # 64 MiB of chunks open, one 8 MiB frame beside them and the pool's 8 blocks: 2.5 GiB before
     assert peak < baseline + 64 * MiB + 9 * 8 * MiB + 64 * MiB, (peak, baseline)
+
+
+def test_a_cloud_of_overlapping_fields_is_refused_by_the_checked_layout_before_any_expansion(tmp_path,
+                                                                                               baseline) -> None:
+    """Issue 35: 60 overlapping fields of count 65,536 in an 8.7 KiB bag took bag_play 18.3 s and 478 MiB; bag_play
+    checks a cloud through the pointcloud package's CloudLayout.validate (overlaps before names)."""
+    Cloud, Header, Time, Field = (TYPES.types[t] for t in ("sensor_msgs/msg/PointCloud2", "std_msgs/msg/Header",
+                                                           "builtin_interfaces/msg/Time", "sensor_msgs/msg/PointField"))
+    fields = [Field(name=f"f{i}", offset=0, datatype=1, count=65536) for i in range(60)]
+    bag = tmp_path / "fields"
+    with Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        connection = writer.add_connection("/lidar/points", "sensor_msgs/msg/PointCloud2", typestore=TYPES)
+        for k in range(2):
+            cloud = Cloud(header=Header(stamp=Time(sec=k, nanosec=0), frame_id="lidar"), height=1, width=1,
+                          fields=fields, is_bigendian=False, point_step=65536, row_step=65536,
+                          data=np.zeros(16, np.uint8), is_dense=True)
+            writer.write(connection, 10**18 + k, TYPES.serialize_cdr(cloud, "sensor_msgs/msg/PointCloud2"))
+    code, summary, lines, peak = play_measured(bag)
+    assert code == 0 and "played 0 messages, dropped 0, bad 2" in summary, (summary, lines)
+    assert all("field 'f0' [0, 65536) overlaps field 'f1' at byte 0" in line for line in lines), lines
+    assert peak < baseline + 32 * MiB, (peak, baseline)
