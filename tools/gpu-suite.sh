@@ -27,14 +27,14 @@ only=""
 gpu_only=0
 while (( $# )); do
     case "$1" in
-        -j) jobs=$2; shift 2 ;;
-        -t) per_file=$2; shift 2 ;;
-        -T) budget=$2; shift 2 ;;
-        -o) logs=$2; shift 2 ;;
-        -f) only=$2; shift 2 ;;
+        -j) jobs=${2:-}; shift $(( $# > 1 ? 2 : 1 )) ;;
+        -t) per_file=${2:-}; shift $(( $# > 1 ? 2 : 1 )) ;;
+        -T) budget=${2:-}; shift $(( $# > 1 ? 2 : 1 )) ;;
+        -o) logs=${2:-}; shift $(( $# > 1 ? 2 : 1 )) ;;
+        -f) only=${2:-}; shift $(( $# > 1 ? 2 : 1 )) ;;
         --gpu-only) gpu_only=1; shift ;;
         --) shift; break ;;
-        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "gpu-suite.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -43,6 +43,11 @@ for n in "$jobs" "$per_file" "$budget"; do
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "gpu-suite.sh: -j, -t and -T take positive integers" >&2; exit 2; }
 done
 (( jobs <= 40 )) || { echo "gpu-suite.sh: at most 40 jobs at once (ROS domains 60-100)" >&2; exit 2; }
+# The log folder is emptied first: only one this script made (or an empty or new one), never a folder of other files.
+if [[ -z "$logs" ]] || { [[ -e "$logs" && ! -e "$logs/.gpu-suite" ]] && [[ -n "$(ls -A "$logs" 2>/dev/null)" || ! -d "$logs" ]]; }; then
+    echo "gpu-suite.sh: -o '$logs' is not a log folder of this script (nor empty, nor new): refusing to empty it" >&2
+    exit 2
+fi
 started=$(date +%s)
 
 # A job is a file, a test id, or (--gpu-only) a file's selected ids, space-separated; its name is a file name.
@@ -112,7 +117,7 @@ else
 fi
 deselect=(); (( gpu_only )) || for id in "${exclusive[@]}"; do deselect+=(--deselect "$id"); done
 
-rm -rf "$logs"; mkdir -p "$logs"
+rm -rf "$logs"; mkdir -p "$logs"; : > "$logs/.gpu-suite"
 # Each job's temporary directory is short (/tmp/gs-<pid>/<n>): tests bind Unix sockets under it, and a socket
 # path is at most 107 bytes.
 temp_root=/tmp/gs-$$

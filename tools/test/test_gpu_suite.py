@@ -51,3 +51,11 @@ def test_sigterm_ends_it_with_the_jobs_and_says_the_results_are_partial(tmp_path
                                                     text=True).stdout.splitlines()]
     left = [row for row in rows if int(row[0]) in groups and not row[1].startswith("Z")]  # zombies wait for init
     assert not left, left
+
+
+def test_a_log_folder_it_did_not_make_is_not_emptied(tmp_path):
+    (tmp_path / "precious.txt").write_text("keep me")
+    refused = subprocess.run(["bash", str(SCRIPT), "-o", str(tmp_path), "-f", "tools/test/test_gpu_verify.py"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "refusing to empty it" in refused.stderr, refused.stderr
+    assert (tmp_path / "precious.txt").read_text() == "keep me"
