@@ -3,7 +3,8 @@
 A subscription on a misspelled topic, or on a topic of another type, gets nothing and says nothing (DDS
 never matches a reader with a writer of another type).  :func:`check_topic` looks at the ROS graph once,
 ``delay`` seconds after it is called (discovery has had its time), and logs one warning naming the topic
-and what it found there; where a publisher of an expected type is there, or :meth:`TopicCheck.cancel`
+and what it found there (a topic of the expected type whose name is close to it first: "did you mean ...?");
+where a publisher of an expected type is there, or :meth:`TopicCheck.cancel`
 was called because a message came, it says nothing.
 
     check = check_topic(node, "image", "ros2_cuda_ipc_msgs/msg/GpuImage")   # or GpuImage, the class
@@ -12,6 +13,7 @@ was called because a message came, it says nothing.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +22,7 @@ __all__ = ["DEFAULT_CHECK_DELAY", "TopicCheck", "check_topic", "message_type_nam
 #: Seconds after a subscription is made before its topic is looked at.
 DEFAULT_CHECK_DELAY = 3.0
 _NAMED = 3  # topics of the expected type named in the warning, at most
+_CLOSE = 0.8  # difflib's ratio from which another topic's name is taken for a typo of this one (/cam/imag, /cam/image)
 
 
 def message_type_name(message_type: type | str) -> str:
@@ -71,9 +74,12 @@ class TopicCheck:
         # A topic's types in the graph include its subscribers' (this one's too): ask for its publishers'.
         elsewhere = sorted(name for name, kinds in self._node.get_topic_names_and_types()
                            if set(kinds) & set(self.expected) and self._published_types(name) & set(self.expected))
+        closest = difflib.get_close_matches(self.topic, elsewhere, n=_NAMED, cutoff=_CLOSE)
+        elsewhere = closest + [name for name in elsewhere if name not in closest]  # the likeliest typo's fix first
         there = (f"{wanted} is published on {', '.join(elsewhere[:_NAMED])}{' ...' if len(elsewhere) > _NAMED else ''}"
                  if elsewhere else f"nothing publishes {wanted}")
-        return f"{self.topic}: no publisher ({waited}); {there}"
+        hint = f"; did you mean {closest[0]}?" if closest else ""
+        return f"{self.topic}: no publisher ({waited}); {there}{hint}"
 
     def _published_types(self, topic: str) -> set[str]:
         return {info.topic_type for info in self._node.get_publishers_info_by_topic(topic)}

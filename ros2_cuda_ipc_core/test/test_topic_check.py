@@ -43,7 +43,8 @@ def test_a_topic_of_another_type_is_named_with_its_type(node, publishers):
 def test_a_misspelt_topic_says_it_has_no_publisher_and_where_the_type_is(node, publishers):
     check = check_topic(node, "topic_check/imag", [GPU_IMAGE], delay=0.2)  # relative: resolved in the node's namespace
     looked(node, check)
-    assert check.found == f"/topic_check/imag: no publisher (after 0.2 s); {GPU_IMAGE} is published on /topic_check/image"
+    assert check.found == (f"/topic_check/imag: no publisher (after 0.2 s); {GPU_IMAGE} is published on /topic_check/image"
+                           "; did you mean /topic_check/image?")
 
 
 def test_a_type_nobody_publishes_is_said_so(node, publishers):

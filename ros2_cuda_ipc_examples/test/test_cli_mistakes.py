@@ -205,3 +205,31 @@ def test_a_frame_too_large_to_draw_is_refused_by_its_parameters():
     assert done.returncode == 2 and own_lines(done.stderr) == [
         "SyntheticCamera: 100000x100000 rgb8 is 30000000000 bytes a frame, more than the 256 MiB the scene draws "
         "(the bridges' max_frame_bytes)"], done.stderr
+
+
+def test_a_misspelt_or_mistyped_input_topic_is_said_with_a_hint():
+    """Before: ``gpu_to_image -r gpu_image:=/cam/imag`` beside a camera on /cam/image was silent, and so was
+    ``inference_like`` given the camera's GpuImage topic (DDS never matches a reader with a writer of another type)."""
+    camera = ["synthetic_camera", "--ros-args", "-r", "image:=/hint/cam/image", "-p", "memory:=host", "-p", "width:=96",
+              "-p", "height:=64", "-p", "fps:=5.0"]
+    listeners = {"bridge": ["gpu_to_image", "--ros-args", "-r", "__node:=hint_bridge", "-r", "gpu_image:=/hint/cam/imag"],
+                 "inference": ["inference_like", "--ros-args", "-r", "__node:=hint_inference", "-r",
+                               "preprocessed:=/hint/cam/image"]}
+    said = {"bridge": "/hint/cam/imag: no publisher (after 3 s); ros2_cuda_ipc_msgs/msg/GpuImage is published on "
+                      "/hint/cam/image; did you mean /hint/cam/image?",
+            "inference": "/hint/cam/image: published as ros2_cuda_ipc_msgs/msg/GpuImage, not "
+                         "ros2_cuda_ipc_msgs/msg/GpuTensor (after 3 s): none of its messages can arrive here"}
+    children = {name: subprocess.Popen([installed(command[0]), *command[1:]], stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.PIPE, text=True)
+                for name, command in [("camera", camera), *listeners.items()]}
+    lines: dict[str, list[str]] = {}
+    try:
+        for name in listeners:
+            lines[name] = _until_line(children[name], said[name])
+    finally:
+        for child in children.values():  # one at a time (Fast DDS 3.2's deadlock when all leave at once)
+            child.send_signal(signal.SIGINT)
+            child.communicate(timeout=60)
+    for name in listeners:
+        assert any(said[name] in line for line in lines[name]), (name, lines[name])
+        assert children[name].returncode == 0

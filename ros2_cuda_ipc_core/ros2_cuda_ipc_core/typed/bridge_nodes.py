@@ -18,6 +18,7 @@ from .. import cuda_driver
 from ..errors import InvalidDescriptorError, Ros2CudaIpcError
 from ..parameters import NodeParameter, ParameterError, declare, not_negative, positive
 from ..pool import DEFAULT_REUSE_DELAY, MemoryKind, check_reuse_delay
+from ..topic_check import check_topic
 from .publisher import TypedPublisher
 from .reader import TypedReader
 from .view import TypedView
@@ -125,6 +126,7 @@ class DownloadBridge(_Counted, Node, Generic[V]):
         self._item = item
         self._last = 0.0
         self._out: Any = self.create_publisher(out_type, out_topic, 10)
+        self._topic_check = check_topic(self, in_topic, in_type)  # a misspelt remapping, or a topic of another type
         self.create_subscription(in_type, in_topic, self._on_message, 10)
         self.create_timer(stats_period, self._log_stats)
 
@@ -142,6 +144,7 @@ class DownloadBridge(_Counted, Node, Generic[V]):
                                f"(refused {self.refused}); reader {self.reader.stats()}")
 
     def _on_message(self, msg: Any) -> None:
+        self._topic_check.cancel()
         now = time.monotonic()
         if self.listeners == 0 or (self.max_rate > 0 and now - self._last < 1.0 / self.max_rate):
             self.skipped += 1
@@ -185,6 +188,7 @@ class UploadBridge(_Counted, Node, Generic[P]):
         self.publisher: P | None = None
         self._guard = _MessageGuard(self, item)
         self._item = item
+        self._topic_check = check_topic(self, in_topic, in_type)  # a misspelt remapping, or a topic of another type
         self.create_subscription(in_type, in_topic, self._on_message, 10)
         self.create_timer(stats_period, self._log_stats)
 
@@ -241,6 +245,7 @@ class UploadBridge(_Counted, Node, Generic[P]):
         return publisher
 
     def _on_message(self, msg: Any) -> None:
+        self._topic_check.cancel()
         with self._guard:
             self.check(msg)
             if self.upload(self.publisher_for(msg), msg) is None:

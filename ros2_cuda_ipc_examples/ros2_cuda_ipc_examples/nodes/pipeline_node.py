@@ -29,6 +29,7 @@ from ros2_cuda_ipc_core import (
     Ros2CudaIpcError,
     StaleDescriptorError,
     check_reuse_delay,
+    check_topic,
     declare,
 )
 
@@ -124,10 +125,13 @@ class PipelineNode(Node):
         return self.backend("cuda")
 
     def subscribe(self, message_type: type, topic: str, callback: Callable[[Any], None], qos: int = 10) -> Any:
-        """``create_subscription``, with an :class:`UpstreamWatch` that says when nothing comes or its publisher left."""
+        """``create_subscription``, with an :class:`UpstreamWatch` that says when nothing comes or its publisher left,
+        and core's topic check, which says when the topic is published as another type or not at all (a typo)."""
         watch = UpstreamWatch(self, topic)
+        check = check_topic(self, topic, message_type)
 
         def on_message(msg: Any) -> None:
+            check.cancel()
             watch.seen()
             callback(msg)
 
