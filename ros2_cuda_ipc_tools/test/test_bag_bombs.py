@@ -20,6 +20,7 @@ import pytest
 from bag_tools import TYPES
 from peers import own_lines
 from rosbags.rosbag2 import StoragePlugin, Writer
+from test_bag_hostile import BASE, FRAMES, GOOD, image_cdr
 
 MiB = 1 << 20
 _PEAK = ("import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
@@ -131,3 +132,33 @@ def test_a_cloud_of_overlapping_fields_is_refused_by_the_checked_layout_before_a
     assert code == 0 and "played 0 messages, dropped 0, bad 2" in summary, (summary, lines)
     assert all("field 'f0' [0, 65536) overlaps field 'f1' at byte 0" in line for line in lines), lines
     assert peak < baseline + 32 * MiB, (peak, baseline)
+
+
+@pytest.mark.parametrize("mode", ["STORAGE", "MESSAGE"])
+def test_an_honest_compressed_bag_plays_every_frame(tmp_path, mode) -> None:
+    """rosbags' zstd chunks (STORAGE) and per-message zstd (MESSAGE) go through the bounded decompression whole."""
+    from rosbags.rosbag2.enums import CompressionFormat, CompressionMode
+
+    bag = tmp_path / mode.lower()
+    writer = Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP)
+    writer.set_compression(CompressionMode[mode], CompressionFormat.ZSTD)
+    with writer:
+        connection = writer.add_connection(GOOD, "sensor_msgs/msg/Image", typestore=TYPES)
+        for i in range(FRAMES):
+            writer.write(connection, BASE + i * 1000, image_cdr(i))
+    code, summary, lines, _ = play_measured(bag)
+    assert code == 0 and f"played {FRAMES} messages, dropped 0, bad 0" in summary, (summary, lines)
+    assert lines == [], lines
+
+
+def test_a_bag_compressed_per_file_is_refused_in_one_line(tmp_path) -> None:
+    from rosbags.rosbag2.enums import CompressionFormat, CompressionMode
+
+    bag = tmp_path / "file"
+    writer = Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP)
+    writer.set_compression(CompressionMode.FILE, CompressionFormat.ZSTD)
+    with writer:
+        connection = writer.add_connection(GOOD, "sensor_msgs/msg/Image", typestore=TYPES)
+        writer.write(connection, BASE, image_cdr(0))
+    code, _, lines, _ = play_measured(bag)
+    assert code == 2 and len(lines) == 1 and "compressed per file (compression_mode: file)" in lines[0], lines

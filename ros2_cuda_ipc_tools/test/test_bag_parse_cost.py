@@ -159,3 +159,26 @@ def test_the_image_and_cloud_parsers_allocate_no_more_than_their_input(data, kin
         with contextlib.suppress(ValueError):
             holder.append(parse(data))
     assert peak_of(run) <= 4 * len(data) + 64 * 1024
+
+
+@pytest.mark.parametrize("compression", ["zstd", "lz4"])
+def test_a_chunk_is_inflated_to_its_stated_size_and_one_byte_more_never_further(compression) -> None:
+    import lz4.frame
+
+    raw = bytes(600_000)
+    data = zstd.compress(raw) if compression == "zstd" else lz4.frame.compress(raw)
+    assert bytes(decompress_chunk(data, compression, len(raw), BOUNDS)) == raw
+    for stated in (len(raw) - 1, 4096):
+        with pytest.raises(BagError, match=f"states {stated} uncompressed bytes and holds more"):
+            decompress_chunk(data, compression, stated, BOUNDS)
+
+    def lie() -> None:
+        with pytest.raises(BagError):
+            decompress_chunk(data, compression, 4096, BOUNDS)
+    assert peak_of(lie) < 256 * 1024  # the stated 4 KiB and one byte inflated, not the 600 kB the data hold
+    with pytest.raises(BagError, match="holds 600000"):
+        decompress_chunk(data, compression, len(raw) + 10, BOUNDS)
+    with pytest.raises(BagError, match="more than 1048576"):
+        decompress_chunk(data, compression, 2 << 20, BOUNDS)
+    with pytest.raises(BagError, match=r"does not decompress|holds"):
+        decompress_chunk(data[: len(data) // 2] + b"\xff" * 8, compression, len(raw), BOUNDS)
