@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -43,20 +42,23 @@ class RosArgumentsError(ValueError):
 
 
 _KEPT_BYTES = 1 << 16  # of rcl's lines beside good arguments, written out
-_RCL_DETAIL = re.compile(r"(?:, at [^,]*\.c:\d+)+\.?$")
+_RCL_AT = ", at /"  # rcl's "..., at /project/src/rcl/arguments.c:352" positions begin so
+_SHOWN = 240  # characters of rcl's echo of an argument that the one line shows
 _HINTS = {"parameter override rule": "-p takes NAME:=VALUE",
           "remap rule": "-r takes FROM:=TO, both valid ROS names (__ns:= an absolute namespace: /cameras)",
           "log level": "--log-level takes debug, info, warn, error or fatal (or NAME:=LEVEL)"}
 
 
 def _rcl_argument_message(text: str) -> str:
-    """rcl's error as one line: what it could not parse, why where rcl says it in words, and what it takes."""
-    first = text.splitlines()[0] if text else "rcl refused them"
-    first = _RCL_DETAIL.sub("", first.removeprefix("Failed to parse ROS arguments: "))
+    """rcl's error as one line: what it could not parse (at most :data:`_SHOWN` characters of it), why where rcl says
+    it in words, and what it takes.  Linear in the text: rcl echoes the argument, which may be anything."""
+    first = text.split("\n", 1)[0].removeprefix("Failed to parse ROS arguments: ") or "rcl refused them"
     what, _, why = first.partition(". Error: ")
+    what, why = what.split(_RCL_AT, 1)[0], why.split(_RCL_AT, 1)[0]  # rcl's source positions: of no use here
     cryptic = not why or "lexeme" in why or why.startswith("error not set")
     hint = next((hint for key, hint in _HINTS.items() if key in what), "")
-    return "; ".join(part for part in (what, "" if cryptic else why, hint) if part)
+    what = what if len(what) <= _SHOWN else f"{what[:_SHOWN]}..."
+    return "; ".join(part for part in (what, "" if cryptic else why[:_SHOWN], hint) if part)
 
 
 def check_ros_arguments(args: Sequence[str]) -> list[str]:
@@ -69,7 +71,9 @@ def check_ros_arguments(args: Sequence[str]) -> list[str]:
         try:
             rest = list(remove_ros_args(list(args)))
         except _rclpy.UnknownROSArgsError as exc:
-            raise RosArgumentsError(f"--ros-args: not ROS arguments: {exc} (a value with spaces needs quotes)") from None
+            unknown = str(exc) if len(str(exc)) <= _SHOWN else f"{str(exc)[:_SHOWN]}..."
+            raise RosArgumentsError(f"--ros-args: not ROS arguments: {unknown} (a value with spaces needs quotes)") \
+                from None
         except _rclpy.RCLError as exc:
             raise RosArgumentsError(f"--ros-args: {_rcl_argument_message(str(exc))}") from None
         kept.append(True)
