@@ -25,6 +25,7 @@ MALFORMED = [
 TAKERS = [
     ["gpu_to_image"], ["image_to_gpu"], ["gpu_to_pointcloud2"], ["pointcloud2_to_gpu"], ["preview"],
     ["run_component", "ros2_cuda_ipc_examples::SyntheticCamera"], ["container"], ["viewer", "--headless"],
+    ["cuda_ipc_top", "--once"],
 ]
 
 

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ros2_cuda_ipc_core import DIAGNOSTICS_TOPIC, REPORT_PERIOD_S, run_tool, teardown_bounded, tool_parser
+from ros2_cuda_ipc_core.arguments import RosArgumentsError, check_ros_arguments
 from ros2_cuda_ipc_core.diagnostics_format import reported_number
 
 from .board import Board
@@ -115,6 +116,11 @@ def main(argv: list[str] | None = None) -> None:
     args_in = list(sys.argv[1:] if argv is None else argv)
     split = args_in.index("--ros-args") if "--ros-args" in args_in else len(args_in)
     args = _parser().parse_args(args_in[:split])
+    try:  # before rclpy.init: a malformed --ros-args is one line, exit code 2 (as every executable's)
+        check_ros_arguments([sys.argv[0], *args_in[split:]])
+    except RosArgumentsError as exc:
+        print(f"cuda_ipc_top: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     raise SystemExit(run_tool(lambda: watch(args.once, args.json, args.period, args.wait, args_in[split:])))
 
 
