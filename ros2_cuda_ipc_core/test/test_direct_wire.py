@@ -154,3 +154,31 @@ def test_a_channel_that_sends_anything_after_its_request_is_closed():
         assert _closed_by_server(sock)
         assert pool.stats()["direct_garbage"] == 1 and pool.direct.count() == 0
         sock.close()
+
+
+def test_a_stalled_channel_costs_no_write_until_its_peer_reads_then_takes_writes_again():
+    with BlockManager(4096, block_count=2, memory="host", reuse_delay=0) as pool:
+        sock = _connected(pool)
+        sock.sendall(subscribe_request("/t"))
+        deadline = time.monotonic() + 10
+        while not pool.direct.has("/t") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        template = template_record(1, b"\0" * 100)
+        frame = frame_record(1, 0, 1, 4096, 0, 0, bytes(64), b"f")
+        while pool.stats()["direct_stalls"] == 0:  # nobody reads: its buffer fills, and it stalls
+            pool.direct.send("/t", 1, template, frame)
+        sent = pool.stats()["direct_sent"]
+        for _ in range(1000):  # a thousand publications while stalled: no write, one drop each
+            pool.direct.send("/t", 1, template, frame)
+        stats = pool.stats()
+        assert stats["direct_sent"] == sent and stats["direct_drops"] >= 1000 and not pool.direct.has("/t")
+        sock.setblocking(False)
+        reader = RecordReader()
+        while pool.stats()["direct_sent"] == sent and time.monotonic() < deadline + 20:  # the peer reads ...
+            try:
+                reader.feed(sock.recv(1 << 16))
+            except BlockingIOError:
+                time.sleep(0.01)
+            pool.direct.send("/t", 1, template, frame)
+        assert pool.stats()["direct_sent"] > sent and pool.stats()["direct_channels"] == 1  # ... and is written again
+        sock.close()

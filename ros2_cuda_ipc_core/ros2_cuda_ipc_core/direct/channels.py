@@ -101,7 +101,7 @@ class DirectChannels:
             channel = self._by_conn.get(conn)
             if channel is not None and channel.stalled_since:
                 channel.stalled_since = 0.0
-                self._stalled[channel.topic] -= 1
+                self._unstall(channel.topic)
                 self._writers[channel.topic] = (*self._writers.get(channel.topic, ()), channel)
 
     def __contains__(self, conn: object) -> bool:
@@ -190,13 +190,16 @@ class DirectChannels:
         if channel is None:
             return
         if channel.stalled_since:
-            left = self._stalled[channel.topic] - 1
-            if left:
-                self._stalled[channel.topic] = left
-            else:
-                del self._stalled[channel.topic]
+            self._unstall(channel.topic)
         else:
             self._remove_writer(channel)
+
+    def _unstall(self, topic: str) -> None:
+        left = self._stalled[topic] - 1
+        if left:
+            self._stalled[topic] = left
+        else:
+            del self._stalled[topic]
 
     def _remove_writer(self, channel: Channel) -> None:
         """Replace the topic's writers by a tuple without ``channel`` (a tuple is never changed: readers need no lock)."""
