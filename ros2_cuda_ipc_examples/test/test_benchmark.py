@@ -239,5 +239,5 @@ def test_sigint_while_plotting_says_what_was_written_and_that_it_was_interrupted
     assert "benchmark: plotting interrupted" in out, out
     assert out.rstrip().splitlines()[-1].startswith("benchmark: interrupted by Ctrl-C while plotting, after all 2 cases"), out
     assert json.loads((out_dir / "results.json").read_text())["results"]
-    assert not list(out_dir.glob(".*.drawing")), list(out_dir.iterdir())  # no half-written PNG
+    assert not list(out_dir.glob(".*.writing")), list(out_dir.iterdir())  # no half-written file
     assert all(_png_whole(png) for png in out_dir.glob("*.png"))

@@ -43,6 +43,7 @@ from .arrays import GPU_LIBRARIES, installed_gpu_libraries
 from .cases import DEFAULT_TRANSPORTS, MODES, TRANSPORTS, Case, Plan, make_plan
 from .consumer import DRAIN_S
 from .payloads import Payload, default_payloads, parse_payload
+from .whole_files import write_whole
 
 CONSUMER_START_TIMEOUT_S = 60.0
 
@@ -302,7 +303,7 @@ def write_outputs(out: Path, run_record: dict[str, Any], stem: str = "results") 
     run_record["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     results.write_json(out / f"{stem}.json", run_record)
     table = results.markdown(run_record)
-    (out / f"{stem}.md").write_text(table + "\n")
+    write_whole(out / f"{stem}.md", table + "\n")
     print("\n" + table, flush=True)
     written = [out / f"{stem}.json", out / f"{stem}.md"]
     missing = plots.matplotlib_missing()

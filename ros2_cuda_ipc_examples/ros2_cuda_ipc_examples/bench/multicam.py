@@ -31,6 +31,7 @@ from ..pipelines.definitions import PipelineOptions, multicam
 from ..pipelines.runner import PipelineFailed, run_pipeline
 from . import plots
 from .quick_stop import QuickStop
+from .whole_files import write_whole
 
 __all__ = ["TRANSPORTS", "main", "multicam_row", "print_rows"]
 
@@ -89,27 +90,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     base, why = pipeline_options(parser, args, "multicam")
     base = replace(base, seconds=args.seconds)
     mode = "composed" if args.compose else "separate processes"
-    print(f"multicam: {args.cameras} cameras x {args.readers} readers, {base.width}x{base.height} at {base.fps:g} fps, "
-          f"{base.memory} memory ({why}), {mode}, {args.seconds:g} s a transport", flush=True)
     stop = QuickStop()
-    with stop.armed():
+    with stop.armed():  # until multicam.json is written: a stop there is noted, and the plot not drawn
+        summaries: dict[str, dict[str, Any]] = {}
         try:
-            summaries = run_transports(args, base, stop)
+            print(f"multicam: {args.cameras} cameras x {args.readers} readers, {base.width}x{base.height} at "
+                  f"{base.fps:g} fps, {base.memory} memory ({why}), {mode}, {args.seconds:g} s a transport", flush=True)
+            run_transports(args, base, stop, summaries)
         except PipelineFailed:
             return 1
-    rows = {transport: multicam_row(summary, base.fps) for transport, summary in summaries.items()}
-    print_rows(rows)
-    record: dict[str, Any] = {"rows": rows, "summaries": summaries}
-    if stop.by is not None:
-        record["partial"] = partial_record(stop.by, list(dict.fromkeys(args.transports)), summaries)
-    path = base.out_dir / "multicam.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1) + "\n")
-    if stop.by is not None:
+        except KeyboardInterrupt:  # the first stop, before the runner started a transport's nodes: nothing to cut
+            pass
+        rows = {transport: multicam_row(summary, base.fps) for transport, summary in summaries.items()}
+        print_rows(rows)
+        record: dict[str, Any] = {"rows": rows, "summaries": summaries}
+        if stop.by is not None:
+            record["partial"] = partial_record(stop.by, list(dict.fromkeys(args.transports)), summaries)
+        path = base.out_dir / "multicam.json"
+        write_whole(path, json.dumps(record, indent=1) + "\n")
+    if "partial" in record:
         print(f"multicam: interrupted by {stop.by}: {partial_text(record['partial'])}; wrote {path} "
               "(marked partial; no plot)", flush=True)
         return 0
     print(f"multicam: wrote {path}", flush=True)
+    if stop.by is not None:  # after the last transport: its figures are whole
+        print(f"multicam: interrupted by {stop.by} before plotting: no plot", flush=True)
+        return 0
     if plots.matplotlib_missing() is None:
         title = (f"{args.cameras} cameras x {args.readers} readers, {base.width}x{base.height} at {base.fps:g} fps, "
                  f"{base.memory} memory")
@@ -122,15 +128,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0 if all(row["ok"] for row in rows.values()) else 1
 
 
-def run_transports(args: argparse.Namespace, base: PipelineOptions, stop: QuickStop) -> dict[str, dict[str, Any]]:
-    """Each transport's pipeline in turn, until the last or a stop, which cuts the one that runs (its summary has
-    ``cut_by``) and starts no other: the summaries of those that ran."""
-    summaries: dict[str, dict[str, Any]] = {}
+def run_transports(args: argparse.Namespace, base: PipelineOptions, stop: QuickStop,
+                   summaries: dict[str, dict[str, Any]]) -> None:
+    """Each transport's pipeline in turn, its summary into ``summaries``, until the last or a stop, which cuts the
+    one that runs (its summary has ``cut_by``) and starts no other."""
     for transport in dict.fromkeys(args.transports):
-        options = replace(base, namespace=f"{base.namespace}_{transport.replace('-', '_')}",
-                          out_dir=base.out_dir / transport)
-        stop.new_pipeline()
         try:
+            stop.new_pipeline()
+            options = replace(base, namespace=f"{base.namespace}_{transport.replace('-', '_')}",
+                              out_dir=base.out_dir / transport)
             summary = run_pipeline(multicam(options, transport, args.cameras, args.readers), options,
                                    compose=args.compose, stream=None, watcher=stop.watcher)
         except PipelineFailed as exc:
@@ -140,14 +146,11 @@ def run_transports(args: argparse.Namespace, base: PipelineOptions, stop: QuickS
             if exc.summary is None or "nodes" not in exc.summary:  # no summary made: nothing to keep of it
                 break
             summary = {**exc.summary, "failure": None, "interrupted": True}  # its nodes killed by the stop
-        except KeyboardInterrupt:  # a stop before the runner started a node: nothing ran
-            break
         summaries[transport] = summary
         if summary["interrupted"]:
             summary["cut_by"] = stop.by = stop.by or "Ctrl-C"
         if stop.stopped():  # cut, or a stop as its nodes were stopped after their run (the runner took that one)
-            break
-    return summaries
+            return
 
 
 def partial_record(stopped_by: str, planned: list[str], summaries: dict[str, dict[str, Any]]) -> dict[str, Any]:

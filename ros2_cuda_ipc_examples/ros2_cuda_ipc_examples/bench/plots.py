@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .cases import TRANSPORT_LABELS, TRANSPORTS
+from .whole_files import replace_whole
 
 LATENCY_PNG = "latency_cdf.png"
 FPS_PNG = "fps.png"
@@ -26,18 +27,13 @@ def matplotlib_missing() -> str | None:
 
 
 def _save(fig: Any, path: Path) -> Path:
-    """``fig`` as the PNG ``path``, closed; written beside it and renamed, so that a stop while it is drawn leaves
-    no half-written file (and a previous one whole)."""
+    """``fig`` as the PNG ``path`` (written whole: see :mod:`.whole_files`), closed."""
     import matplotlib.pyplot as plt
 
-    drawing = path.with_name(f".{path.name}.drawing")
     try:
-        fig.savefig(drawing, dpi=DPI, format="png")
-        drawing.replace(path)
+        return replace_whole(path, lambda drawing: fig.savefig(drawing, dpi=DPI, format="png"))
     finally:
         plt.close(fig)
-        drawing.unlink(missing_ok=True)
-    return path
 
 
 def draw(results: list[dict[str, Any]], out: Path) -> Iterator[Path]:

@@ -7,7 +7,7 @@ sixteen nodes on a busy machine.  A benchmark cut short keeps what its nodes rep
 needs neither.  So a stop is noted, never raised, while the runner watches its nodes; the runner's watcher
 (:meth:`QuickStop.watcher`) then SIGKILLs them, the runner reports them gone (``PipelineFailed``, its summary
 holding their reports), and the benchmark, seeing :meth:`QuickStop.stopped`, writes that summary as cut.  Before
-the runner has started a node there is nothing to cut: the stop is raised as ``KeyboardInterrupt``.  A stop the
+the runner has started a node there is nothing to cut: the first stop is raised as ``KeyboardInterrupt``.  A stop the
 runner took itself (its handler while it stops a finished run's nodes) is seen through the signal wakeup fd.
 """
 
@@ -64,8 +64,9 @@ class QuickStop:
     def armed(self) -> Iterator[None]:
         """SIGINT and SIGTERM noted within the block (main thread only); the handlers before are put back after."""
         def note(signum: int, frame: FrameType | None) -> None:
+            first = self.by is None
             self._note(signum)
-            if not self._pids:  # no node to cut: the runner (or the benchmark) ends at once
+            if first and not self._pids:  # no node to cut: the runner (or the benchmark) ends at once
                 raise KeyboardInterrupt(signal.Signals(signum).name)
 
         reader, writer = socket.socketpair()

@@ -13,6 +13,7 @@ import numpy as np
 
 from .cases import TRANSPORT_LABELS, Case
 from .producer import SentFrames
+from .whole_files import write_whole
 
 #: Environment variables that change how DDS carries the messages (recorded with every run).
 DDS_ENVIRONMENT = ("ROS_DISTRO", "RMW_IMPLEMENTATION", "FASTDDS_BUILTIN_TRANSPORTS", "FASTRTPS_DEFAULT_PROFILES_FILE",
@@ -93,7 +94,7 @@ def _cpu_count() -> int:
 
 def write_json(path: Path, run: dict[str, Any]) -> None:
     """Compact (per-frame samples make it large), one record; ``python -m json.tool`` pretty-prints it."""
-    path.write_text(json.dumps(run, separators=(",", ":")) + "\n")
+    write_whole(path, json.dumps(run, separators=(",", ":")) + "\n")
 
 
 # --- markdown ---------------------------------------------------------------------------------------
