@@ -90,9 +90,13 @@ class TorchArrays:
             return frame.cpu().numpy()
 
     def from_view(self, view: Any) -> Any:
-        """The frame as a tensor, kept per block: used only inside the view's ``with``, on the read's stream."""
+        """The frame as a tensor, kept per block: used only inside the view's ``with``, on the read's stream (the
+        import, once a block, happens on that stream; a kept tensor needs no stream context a frame)."""
+        return view.kept(self._import)
+
+    def _import(self, view: Any) -> Any:
         with self.torch.cuda.stream(self.stream):
-            return view.kept(self.torch.from_dlpack)
+            return self.torch.from_dlpack(view)
 
     def upload(self, data: Any) -> Any:
         host = self.torch.frombuffer(data, dtype=self.torch.uint8)
@@ -132,8 +136,11 @@ class CupyArrays:
 
     def from_view(self, view: Any) -> Any:
         """The frame as an array, kept per block: used only inside the view's ``with``, on the read's stream."""
+        return view.kept(self._import)
+
+    def _import(self, view: Any) -> Any:
         with self.stream:
-            return view.kept(self.cupy.from_dlpack)
+            return self.cupy.from_dlpack(view)
 
     def upload(self, data: Any) -> Any:
         import numpy
