@@ -20,12 +20,17 @@ pool that refused a peer for a moment is tried again soon.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
 from typing import NamedTuple
 
 from .errors import CudaUnavailableError, InvalidDescriptorError, PoolUnavailableError, Ros2CudaIpcError
+from .throttle import Throttle
+
+log = logging.getLogger("ros2_cuda_ipc")
+_ONCE = Throttle(float("inf"))  # the backoff is said once a process; FailureCache.stats() counts the waits
 
 MAX_ENTRIES = 1024
 #: A failure this many seconds after its check made the reader wait: it backs off.
@@ -81,6 +86,10 @@ class FailureCache:
                 if last is not None and last.waited and now - last.until < LONGEST:
                     period = min(LONGEST, last.period * 2)  # it made us wait again as soon as it was let try
             self._entries[socket_path] = _Failure(now + period, period, waited, error)
+        if waited and _ONCE.ready("waited"):
+            log.warning("%s made a reader wait %.1f s (%s); a socket that does so is tried again only after %g s "
+                        "doubling to %g s, and one at a time (said once)", socket_path, now - tried_at, error,
+                        self.retry_after, LONGEST)
             self._entries.move_to_end(socket_path)
             while len(self._entries) > MAX_ENTRIES:
                 self._entries.popitem(last=False)
