@@ -109,7 +109,12 @@ class McapFile:
         self._chunks: list[_WholeChunk] = []
         self._sequence: dict[int, int] = {}
         self._chunk = _Chunk()
-        self._append([MCAP_MAGIC, _record(_HEADER, _string("ros2") + _string(library))])
+        try:
+            self._append([MCAP_MAGIC, _record(_HEADER, _string("ros2") + _string(library))])
+        except OSError:  # not even the header fits: no file, rather than one no reader can open
+            self.abort()
+            self.path.unlink(missing_ok=True)
+            raise
 
     @property
     def size(self) -> int:

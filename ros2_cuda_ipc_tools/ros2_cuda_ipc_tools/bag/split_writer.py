@@ -284,9 +284,9 @@ class SplitBagWriter:
     def close(self) -> None:
         """Close the file in progress and write ``metadata.yaml`` for every file.  A recording that got no
         message is still a bag (one empty file and its metadata), as ``ros2 bag record`` leaves one."""
-        if self._file is None and not self._files:
-            self._open_file(time.time_ns())
         try:
+            if self._file is None and not self._files:
+                self._open_file(time.time_ns())
             if self._file is not None:
                 self._close_file()
         finally:  # the files closed, or the one that failed cut back: the metadata says what they hold
