@@ -31,9 +31,9 @@ def _size(text: str) -> tuple[int, int]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = tool_parser(__name__, __doc__, prog="viewer")  # plain-text help and --version, as every tool
-    parser.add_argument("images", nargs="*", type=topic_name, metavar="IMAGE_TOPIC", help="GpuImage topics (default: image, "
+    parser.add_argument("images", nargs="*", metavar="IMAGE_TOPIC", help="GpuImage topics (default: image, "
                         "unless --cloud is given)")
-    parser.add_argument("--cloud", action="append", default=[], type=topic_name, metavar="TOPIC", help="a GpuPointCloud2 topic")
+    parser.add_argument("--cloud", action="append", default=[], metavar="TOPIC", help="a GpuPointCloud2 topic")
     parser.add_argument("--headless", action="store_true", help="render offscreen through EGL (no display needed)")
     parser.add_argument("--snapshot", default="", metavar="PATH", help="write what was drawn to this PNG")
     parser.add_argument("--frames", type=int, default=0, metavar="N",
@@ -64,6 +64,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_in = list(sys.argv[1:] if argv is None else argv)
     split = args_in.index("--ros-args") if "--ros-args" in args_in else len(args_in)
     args = build_parser().parse_args(args_in[:split])  # unknown options: usage and exit code 2
+    for option, topics in (("IMAGE_TOPIC", args.images), ("--cloud", args.cloud)):
+        try:  # one line, not the usage: the mistake is in the name, not in how the command is used
+            for topic in topics:
+                topic_name(topic)
+        except argparse.ArgumentTypeError as exc:
+            print(f"viewer: argument {option}: {exc}", file=sys.stderr)
+            return 2
     from rclpy.parameter import Parameter
 
     from ros2_cuda_ipc_core import run_nodes
