@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -23,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from ros2_cuda_ipc_core import run_tool, tool_parser
+from ros2_cuda_ipc_core import run_tool, stop_reason, tool_parser
+from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, follow_runner
 
 SIZES = {"vga": (640, 480), "720p": (1280, 720), "1080p": (1920, 1080), "4k": (3840, 2160)}
 TOPIC = "fallback_cost_frames"
@@ -79,8 +81,10 @@ def _twin(compressed: bool) -> int:
 
 
 def _spawn(role: str) -> subprocess.Popen:
+    """A reader or twin process; it ends with this one, even one killed (``PR_SET_PDEATHSIG``: see parent_watch)."""
     module = "ros2_cuda_ipc_examples.bench.fallback_cost"
-    return subprocess.Popen([sys.executable, "-m", module, "--role", role], stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, "-m", module, "--role", role], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, PARENT_PID_VARIABLE: str(os.getpid())})
 
 
 def _run(options: argparse.Namespace) -> int:
@@ -91,13 +95,13 @@ def _run(options: argparse.Namespace) -> int:
     width, height = SIZES[options.size]
     rclpy.init()
     node = rclpy.create_node("fallback_cost_camera")
-    pub = ImagePublisher(node, TOPIC, width=width, height=height, encoding="rgb8", memory=options.memory,
-                         block_count=6)
-    reader = _spawn("reader")
-    twin: subprocess.Popen | None = None
-    picture = (np.arange(height * width * 3, dtype=np.uint32) % 251).astype(np.uint8).reshape(height, width, 3)
+    pub = reader = twin = None
     rows: list[dict[str, Any]] = []
     try:
+        pub = ImagePublisher(node, TOPIC, width=width, height=height, encoding="rgb8", memory=options.memory,
+                             block_count=6)
+        reader = _spawn("reader")
+        picture = (np.arange(height * width * 3, dtype=np.uint32) % 251).astype(np.uint8).reshape(height, width, 3)
         _wait(node, lambda: pub.subscription_count > 0, 30, "the zero-copy reader")
         for phase in PHASES:
             if phase != "none":
@@ -118,11 +122,17 @@ def _run(options: argparse.Namespace) -> int:
                       "the twin subscriber to leave")
         _publish_for(node, pub, picture, "stop", options.fps, 1.0 / options.fps)
         result = json.loads(reader.communicate(timeout=60)[0].strip().splitlines()[-1])
+    except KeyboardInterrupt as stop:  # the reader's latencies come at the end only: nothing to show
+        print(f"fallback_cost: interrupted by {stop_reason(stop)} after {len(rows)} of {len(PHASES)} phases: no table "
+              "(the reader reports its latencies at the end)", flush=True)
+        return 0
     finally:
         for proc in (reader, twin):
             if proc is not None:
                 proc.kill()
-        pub.close()
+                proc.wait()
+        if pub is not None:
+            pub.close()
         node.destroy_node()
         rclpy.try_shutdown()
     print(f"fallback_cost: {width}x{height} rgb8 at {options.fps:g} fps, {pub.pool.memory} memory, "
@@ -183,6 +193,7 @@ def _publish_for(node: Any, pub: Any, picture: np.ndarray, phase: str, fps: floa
 
 def main(argv: list[str] | None = None) -> None:
     options = _parser().parse_args(argv)
+    follow_runner()  # a reader or twin: ends with the run that started it
     if options.role == "reader":
         raise SystemExit(run_tool(_reader))
     if options.role is not None:
