@@ -112,10 +112,10 @@ def _stop_exceptions() -> tuple[type[BaseException], ...]:
 
 def run_tool(main: Callable[[], int | None]) -> int:
     """Run a command-line tool's ``main``; SIGINT / SIGTERM end it with exit code 0 and no traceback."""
-    if stops_while_starting():
-        return 0
     try:
         with stop_signals_interrupt():
+            if stops_while_starting():
+                return 0
             return int(main() or 0)
     except _stop_exceptions():
         return 0
@@ -153,9 +153,10 @@ def run_nodes(make_nodes: Callable[[], Sequence[Node]], *, args: list[str] | Non
     """
     if not faulthandler.is_enabled():  # a crash in a native library then shows where Python was
         faulthandler.enable()
-    if stops_while_starting():
-        return 0
     with stop_signals_noted() as stops:
+        stops += stops_while_starting()
+        if stops:
+            return 0
         return _init_and_spin(make_nodes, args, executor, stops)
 
 

@@ -5,8 +5,8 @@ or :func:`~.shutdown.run_tool` puts its stop handlers in.  A Ctrl-C there was a 
 from the middle of an import, and a SIGINT that came while it was still ignored (a shell script's ``cmd &``
 starts a process so) was lost.  Importing this module (``ros2_cuda_ipc_core``'s first import) makes SIGINT and
 SIGTERM a clean exit (code 0) from then on, in an executable of ours only: a program that merely imports the
-library keeps its own handlers.  The runner that takes over asks :func:`stops_while_starting` for the handlers
-back, and ends at once if a stop came that Python swallowed.
+library keeps its own handlers.  The runner that takes over puts its own handlers in, then asks
+:func:`stops_while_starting`, and ends at once if a stop came that Python swallowed.
 
 What runs before this module cannot be helped here: the interpreter's own start and the setuptools script's
 ``importlib.metadata`` look-up (0.2-0.4 s on a loaded machine) still end in a ``KeyboardInterrupt``.
@@ -59,15 +59,12 @@ def hold_stops_while_starting() -> None:
 
 
 def stops_while_starting() -> list[int]:
-    """The stops :func:`hold_stops_while_starting` noted; Python's own handlers are back (SIGINT's even where it was
-    ignored at start), and the hold ends."""
+    """The stops :func:`hold_stops_while_starting` noted, for a runner that has just put its own handlers in (so that
+    no signal finds a default one between the two); the hold ends.  Its handlers come back when the runner's go,
+    and a stop after the run is then a clean exit too."""
     global _held
     held, _held = _held, None
-    if held is None:
-        return []
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    return held
+    return held or []
 
 
 hold_stops_while_starting()
