@@ -42,7 +42,8 @@ def test_a_gpu_skip_the_selection_cannot_see_fails(tmp_path):
         "@pytest.mark.cuda\ndef test_marked_by_hand():\n    pytest.skip('needs a CUDA GPU')\n\n"
         "def test_other_skips_are_fine():\n    pytest.skip('needs root')\n")
     (tmp_path / "test_unseen_module.py").write_text("import pytest\n\npytest.skip('no GPU here', allow_module_level=True)\n")
-    run = _pytest("-q", "-rfEs", "--continue-on-collection-errors", "-p", "conftest", "--rootdir", str(tmp_path), str(tmp_path), cwd=ROOT)
+    run = _pytest("-q", "-rfEs", "--continue-on-collection-errors", "-p", "conftest", "--rootdir", str(tmp_path),
+                  str(tmp_path), cwd=ROOT)
     out = run.stdout
     assert run.returncode == 1, out
     assert "1 failed, 2 skipped, 1 error" in out, out
