@@ -74,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rclpy.parameter import Parameter
 
     from ros2_cuda_ipc_core import run_nodes
+    from ros2_cuda_ipc_core.parameters import warn_unknown_parameters
 
     from .node import Viewer
     from .surface import SurfaceError
@@ -83,6 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def make() -> list[Viewer]:
         viewers.append(Viewer(parameter_overrides=overrides))
+        warn_unknown_parameters(viewers[0])  # a misspelled --ros-args -p: said, with the closest name
         return viewers
 
     try:
