@@ -250,8 +250,9 @@ class BlockManager:
 
     def stats(self) -> dict[str, Any]:
         """Counters (published, cancelled, acquire_misses; the FD server's fd_handouts, refused_peers,
-        peer_limit_refusals, handout_failures, accept_pauses; the direct path's direct_subscribed, direct_sent,
-        direct_drops, direct_closed, direct_refused) and gauges: blocks_held_by_readers, blocks_borrowed,
+        peer_limit_refusals, handout_failures, accept_pauses, malformed_requests, direct_garbage; the direct path's
+        direct_subscribed, direct_sent, direct_drops, direct_closed, direct_refused, direct_evicted, direct_stalls,
+        direct_skipped) and gauges: blocks_held_by_readers, blocks_borrowed,
         direct_channels, and ``holders``, {block_id: [reader pids]} (see :meth:`holders`)."""
         stats: dict[str, Any] = dict(self.counters.snapshot())
         stats["direct_channels"] = self.direct.count()

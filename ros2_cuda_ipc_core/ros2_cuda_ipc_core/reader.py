@@ -256,10 +256,12 @@ class Reader:
 
     def stats(self) -> dict[str, int]:
         """Counters (reads, stale_drops, invalid_descriptors, identity_mismatches, unavailable, imports,
-        same_process_reads, evictions, peer_reads, copied_reads, pool_id_conflicts)
+        same_process_reads, evictions, peer_reads, copied_reads, pool_id_conflicts, import_waits), the sockets
+        backed off now (sockets_backed_off)
         and gauges (pools_cached, pools_open, leases_held); dead publishers' pools are dropped first, when due."""
         self._drop_dead_pools(check_liveness=time.monotonic() >= self._next_liveness_check)
         stats = self.counters.snapshot()
+        stats.update(self._failed.stats())  # import_waits, sockets_backed_off: what forged or silent sockets cost
         with self._lock:
             imported = list(self._imported)
             stats["pools_cached"] = len(self._pools)
