@@ -113,7 +113,7 @@ def test_a_failing_node_is_reported_at_once(tmp_path):
         run_pipeline(broken, options, stream=None)
     assert time.monotonic() - started < 30
     message = str(failure.value)
-    assert "camera" in message and "exited with code 2" in message and "fps (-1.0) must be positive" in message
+    assert "camera" in message and "exited with code 2" in message and "fps must be a finite number > 0, not -1.0" in message
 
 
 def _children_in(namespace: str) -> list[int]:
