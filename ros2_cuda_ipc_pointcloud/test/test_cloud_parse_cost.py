@@ -6,7 +6,6 @@ The structured dtype, built only when asked (``view.structured``), is bounded by
 ``MAX_STRUCTURED_VALUES`` names, refused before it is built beyond them.
 """
 
-import collections
 
 from fuzz_invariant import over_the_wire, uints
 from hypothesis import HealthCheck, given, settings
@@ -22,7 +21,6 @@ from ros2_cuda_ipc_pointcloud.layout_cache import LayoutCache
 
 COST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                         HealthCheck.data_too_large])
-SEEN: collections.Counter = collections.Counter()
 
 NAMES = st.one_of(st.sampled_from(["x", "y", "z", "a", "a_0", "a_1", "a_65535", "a_01", "", "f"]),
                   st.text(max_size=12), st.text(min_size=500, max_size=3000))
@@ -73,19 +71,11 @@ def test_checking_a_clouds_metadata_costs_at_most_a_constant_times_its_size(msg)
 
     layout, cost = measure(parse, (InvalidDescriptorError,))
     cost.assert_within(size, f"a cloud of {len(msg.fields)} fields")
-    SEEN["refused" if isinstance(layout, InvalidDescriptorError) else "valid"] += 1
     if isinstance(layout, InvalidDescriptorError):
         return
     dtype, cost = measure(lambda: layout.dtype, (ValueError,))
     if isinstance(dtype, ValueError):
-        SEEN["structured refused"] += 1
         cost.assert_within(size, "refusing the structured dtype")
     else:
-        SEEN["structured"] += 1
         assert len(dtype.names) <= MAX_STRUCTURED_VALUES
         cost.assert_within(0, f"a structured dtype of {len(dtype.names)} names", peak_fixed=4 << 20, cpu_fixed=2.0)
-
-
-def test_the_property_reached_every_outcome():
-    print(f"\ncloud parse cost: {dict(SEEN)}")
-    assert all(SEEN[outcome] for outcome in ("refused", "valid", "structured", "structured refused")), SEEN
