@@ -17,7 +17,7 @@ from typing import Any
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from ros2_cuda_ipc_core import DEFAULT_CHECK_DELAY, Reader, Ros2CudaIpcError, cuda_device_count
+from ros2_cuda_ipc_core import DEFAULT_CHECK_DELAY, Reader, Ros2CudaIpcError, StaleDescriptorError, cuda_device_count
 from ros2_cuda_ipc_image import ImageReader
 from ros2_cuda_ipc_msgs.msg import BufferCore
 from ros2_cuda_ipc_pointcloud import PointCloudReader
@@ -182,6 +182,9 @@ class BagRecorder(Node):
             stream = self._side_stream(int(msg.core.device_id)) if msg.core.memory == BufferCore.MEMORY_CUDA else None
             handle = int(stream.handle) if stream is not None else 0
             view = recording.reader.read(msg, handle)
+        except StaleDescriptorError:  # the recorder fell behind and the block moved on: a frame it could not take
+            counts.add("dropped")
+            return
         except Ros2CudaIpcError as exc:
             counts.add("failed")
             self.get_logger().warning(f"{topic}: frame not recorded: {exc}", throttle_duration_sec=5.0)
