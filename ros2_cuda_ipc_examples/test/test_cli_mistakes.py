@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -131,14 +132,20 @@ def test_a_stop_while_an_executable_starts_is_a_clean_exit_0(executable, stop, i
 
 
 def test_importing_the_library_leaves_a_programs_own_handlers_alone():
-    """The start-up hold is for this workspace's executables: a program that imports the package (pytest here)
-    keeps Python's KeyboardInterrupt and its SIGTERM."""
-    import ros2_cuda_ipc_core  # noqa: F401
-    from ros2_cuda_ipc_core.startup import stops_while_starting
+    """The start-up hold is for this workspace's executables: a program that imports the package keeps Python's
+    KeyboardInterrupt and its SIGTERM.  A fresh interpreter started with both signals at their defaults (a test
+    run started in the background, as CI may be, inherits SIGINT ignored, and Python then keeps it so)."""
+    def defaults() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
-    assert stops_while_starting() == []
+    probe = ("import signal, ros2_cuda_ipc_core\n"
+             "from ros2_cuda_ipc_core.startup import stops_while_starting\n"
+             "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler,"
+             " signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, stops_while_starting())")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                         preexec_fn=defaults)
+    assert run.returncode == 0 and run.stdout.split() == ["True", "True", "[]"], (run.stdout, run.stderr)
 
 
 def _until_line(child: subprocess.Popen, said: str, timeout: float = 60.0) -> list[str]:

@@ -26,6 +26,7 @@ import os
 import selectors
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,8 @@ log = logging.getLogger("ros2_cuda_ipc")
 #: Channels one subscription keeps (one per publisher pool it reads zero-copy).
 MAX_CHANNELS = 64
 CONNECT_TIMEOUT = 0.5
+CONNECT_TRIES = 5  # a channel that failed to open is tried again after 1, 2, 4, 8 s; then its frames stay on DDS
+_REMEMBERED_RETRIES = 256
 #: A channel's share of one turn of the thread: bytes read, records handled.
 _RECV_BYTES = 1 << 14
 RECORDS_PER_TURN = 16
@@ -92,6 +95,8 @@ class DirectReceiver:
         self._selector.register(self._wake_r, selectors.EVENT_READ)
         self._channels: dict[InstanceKey, _Channel] = {}
         self._tried: set[InstanceKey] = set()  # instances a channel was opened (or refused) for: never again
+        #: Instances whose channel could not be opened (a server slow under load, say): when to try again, tries so far.
+        self._retry: dict[InstanceKey, tuple[float, int]] = {}
         self._throttle = Throttle(10.0)
         self._behind: set[_Channel] = set()  # channels with records left over from their last turn
         self._closing = False
@@ -130,12 +135,24 @@ class DirectReceiver:
 
     # --- the delivery thread ------------------------------------------------------------------------
 
+    def wants_channel(self, instance: InstanceKey) -> bool:
+        """Whether a channel for ``instance`` is worth trying now: none was opened or refused, and a failed try (a
+        timeout, a refusal at the door) has waited out its back-off: 1 s, doubling, ``CONNECT_TRIES`` tries."""
+        if instance in self._tried:
+            return False
+        retry = self._retry.get(instance)
+        return retry is None or (retry[1] < CONNECT_TRIES and time.monotonic() >= retry[0])
+
     def connect(self, desc: Descriptor, topic: str) -> None:
-        """Open a channel for ``desc``'s instance and ``topic`` unless one was opened for it already (this thread)."""
+        """Open a channel for ``desc``'s instance and ``topic`` unless one was opened for it already, or a failed
+        try is still backing off (this thread)."""
         instance = desc.instance
-        if instance in self._tried or len(self._channels) >= MAX_CHANNELS:
+        if not self.wants_channel(instance) or len(self._channels) >= MAX_CHANNELS:
             return
-        self._tried.add(instance)
+        tries = self._retry.get(instance, (0.0, 0))[1]
+        if len(self._retry) >= _REMEMBERED_RETRIES:
+            self._retry.clear()
+        self._retry[instance] = (time.monotonic() + 2.0 ** tries, tries + 1)
         owner = socket_owner(desc.socket_path)
         checked_owner = owner if self._check_pid else None
         try:
@@ -157,6 +174,8 @@ class DirectReceiver:
                                       "(said once; counted in stats()['direct']['direct_connect_failures'])")
             return
         channel = _Channel(sock, instance)
+        self._tried.add(instance)
+        self._retry.pop(instance, None)
         self._channels[instance] = channel
         self._selector.register(sock, selectors.EVENT_READ, channel)
         self.counters.add("direct_channels_opened")

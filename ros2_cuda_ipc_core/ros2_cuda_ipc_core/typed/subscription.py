@@ -174,6 +174,8 @@ class TypedSubscription(Generic[V]):
             return route, None
         if route is None or route.path != "zero_copy":
             self._zero_copy(instance, msg)
+        elif self._receiver is not None and type(msg) is not DirectMessage and self._receiver.wants_channel(instance):
+            self._zero_copy(instance, msg)  # its direct channel failed to open: tried again, backed off
         return _ZERO_COPY, view
 
     def _zero_copy(self, instance: InstanceKey, msg: Any) -> None:
