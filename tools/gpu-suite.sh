@@ -134,7 +134,7 @@ run_job() {  # run_job INDEX NAME SECONDS PYTEST_ARGS...: one pytest on a free R
     begin=$(date +%s)
     # timeout makes itself a process group leader: the job's group is its pid. SIGINT first, so pytest prints where
     # it was and what ran; SIGKILL 10 s later.
-    ROS_DOMAIN_ID=$(( 60 + slot )) timeout -s INT -k 10 "$seconds" python -m pytest -q -rfEs -p no:cacheprovider \
+    PYTHONUNBUFFERED=1 ROS_DOMAIN_ID=$(( 60 + slot )) timeout -s INT -k 10 "$seconds" python -m pytest -q -rfEs -p no:cacheprovider \
         --basetemp="$temp_root/$index" "$@" > "$logs/$name.log" 2>&1 &
     group=$!
     echo "$group" > "$logs/$name.group"
