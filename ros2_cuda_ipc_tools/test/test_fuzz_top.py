@@ -150,7 +150,8 @@ def test_a_snapshot_costs_and_prints_at_most_a_constant_times_its_input(array):
 
 
 def test_the_fuzz_tried_its_inputs():
-    """How much the fuzz above tried (``pytest -s`` prints it); it made rows and non-finite fields, not only noise."""
+    """How much the fuzz above tried (``pytest -s`` prints it); it made rows, not only noise.  (Whether a draw held
+    a non-finite field is chance: one loaded run drew none in 300; those have tests of their own in test_top.py.)"""
     print(f"\ncuda_ipc_top fuzz: {dict(TRIED)}")
-    assert TRIED["inputs"] >= FUZZ_TOP.max_examples and TRIED["rows"] > 0 and TRIED["nonfinite fields"] > 0, TRIED
+    assert TRIED["inputs"] >= FUZZ_TOP.max_examples and TRIED["rows"] > 0, TRIED
     assert TRIED["cost examples"] >= COST.max_examples and TRIED["cut examples"] > 0, TRIED
