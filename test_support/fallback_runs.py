@@ -34,7 +34,10 @@ class Peer:
         answer = self.proc.stdout.readline()
         if not answer:
             raise AssertionError(f"the peer ended on {line!r}: {self.finish(5)[1]}")
-        return json.loads(answer)
+        try:
+            return json.loads(answer)
+        except json.JSONDecodeError:
+            raise AssertionError(f"the peer answered {line!r} with {answer!r}, not JSON") from None
 
     def finish(self, timeout: float = 120) -> tuple[Any, str]:
         """Its last JSON line (None if it printed none) and its stderr, once it has ended."""

@@ -185,12 +185,14 @@ def other_pid_namespace(private_shm: bool, private_tmp: bool = True) -> Iterator
     (``unshare --pid --fork --mount-proc``) with a private /tmp (where the interpreter is not under it) and, with
     ``private_shm``, a private /dev/shm; then both places speak DDS over UDP on loopback, as Fast DDS's
     shared-memory transport cannot cross a private /dev/shm.  The namespaces end with the peer."""
-    folder = Path(tempfile.mkdtemp(prefix="r2ci-pidns-"))
+    mounts = []
+    if private_tmp and not any(str(path).startswith("/tmp/")
+                               for path in (sys.executable, Path(__file__).resolve(), Path.cwd())):
+        mounts.append("mount -t tmpfs r2ci-tmp /tmp")
+    # The DDS profile must be there inside too, so not under a /tmp the container replaces (as a Docker user
+    # bind-mounts theirs); /var/tmp stays the host's.
+    folder = Path(tempfile.mkdtemp(prefix="r2ci-pidns-", dir="/var/tmp" if mounts else None))
     try:
-        mounts = []
-        if private_tmp and not any(str(path).startswith("/tmp/")
-                                   for path in (sys.executable, Path(__file__).resolve(), Path.cwd())):
-            mounts.append("mount -t tmpfs r2ci-tmp /tmp")
         if private_shm:
             mounts.append("mount -t tmpfs r2ci-shm /dev/shm")
         script = " && ".join([*mounts, 'exec "$@"'])

@@ -101,6 +101,9 @@ def play(roles: Mapping[str, Callable[..., Any]]) -> None:
     role, *args = sys.argv[1:] or [""]
     if role not in roles:
         raise SystemExit(f"unknown role {role!r}: one of {', '.join(roles)}")
+    profile = os.environ.get("FASTDDS_DEFAULT_PROFILES_FILE")
+    if profile and not os.path.isfile(profile):  # Fast DDS would log it and go on with its default transports
+        raise SystemExit(f"the DDS profile {profile} is not there for this peer (a private /tmp hides it?)")
     result = roles[role](*args)
     if result is not None:
         print(json.dumps(result), flush=True)
