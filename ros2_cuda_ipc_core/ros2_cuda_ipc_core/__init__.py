@@ -27,7 +27,7 @@ from .errors import (
     Ros2CudaIpcError,
     StaleDescriptorError,
 )
-from .executors import EXECUTORS, executor_factory, new_executor
+from .executors import EXECUTOR_ENVIRONMENT, EXECUTORS, executor_factory, executor_from_environment, new_executor
 from .jpeg import ChannelOrder, JpegUnavailableError, encode_jpeg, jpeg_backend, warm_up_jpeg
 from .message_bytes import message_bytes
 from .node_cli import STARTUP_ERRORS, node_help, plain_text, refuse_unusable_memory, run_node, tool_parser
@@ -75,6 +75,7 @@ __all__ = [
     "DEFAULT_REUSE_DELAY",
     "DIAGNOSTICS_TOPIC",
     "EXECUTORS",
+    "EXECUTOR_ENVIRONMENT",
     "REPORT_PERIOD_S",
     "STARTUP_ERRORS",
     "STATUS_PREFIX",
@@ -140,6 +141,7 @@ __all__ = [
     "declare",
     "encode_jpeg",
     "executor_factory",
+    "executor_from_environment",
     "jpeg_backend",
     "message_bytes",
     "message_type_name",

@@ -4,21 +4,26 @@
 rclpy's C++ ``EventsExecutor`` (``rclpy.experimental``, where the installed rclpy has it), measured fastest of the three on the
 typed path (docs/performance.md).  It takes no guard conditions and no callbacks with a ``MessageInfo``;
 ros2_cuda_ipc's subscriptions, publishers, twins and diagnostics use neither, so every example node runs on it.
+A node process whose code names no executor takes the one :data:`EXECUTOR_ENVIRONMENT` names: how a pipeline runner
+hands its ``--executor`` to node processes that take only ROS arguments.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from rclpy.executors import Executor
 
-__all__ = ["EXECUTORS", "executor_factory", "new_executor"]
+__all__ = ["EXECUTORS", "EXECUTOR_ENVIRONMENT", "executor_factory", "executor_from_environment", "new_executor"]
 
 #: The names :func:`executor_factory` takes.
 EXECUTORS = ("single", "multi", "events")
+#: The environment variable naming the executor of a node process whose code chose none (unset: ``single``).
+EXECUTOR_ENVIRONMENT = "ROS2_CUDA_IPC_EXECUTOR"
 _E = TypeVar("_E", bound="Executor")
 
 
@@ -56,3 +61,17 @@ def executor_factory(name: str) -> Callable[[], Executor]:
                              "'multi'")
         return events
     raise ValueError(f"executor {name!r}: one of {', '.join(EXECUTORS)}")
+
+
+def executor_from_environment() -> Callable[[], Executor] | None:
+    """What makes the executor :data:`EXECUTOR_ENVIRONMENT` names, or None where it is unset or empty; a ValueError
+    naming the variable for a name that is not one of :data:`EXECUTORS` (or an ``events`` this rclpy lacks)."""
+    name = os.environ.get(EXECUTOR_ENVIRONMENT, "").strip()
+    if not name:
+        return None
+    if name not in EXECUTORS:  # the value shown cut short: an environment is outside input too
+        raise ValueError(f"{EXECUTOR_ENVIRONMENT}={name[:40]!r}: one of {', '.join(EXECUTORS)}")
+    try:
+        return executor_factory(name)
+    except ValueError as exc:
+        raise ValueError(f"{EXECUTOR_ENVIRONMENT}={name}: {exc}") from None

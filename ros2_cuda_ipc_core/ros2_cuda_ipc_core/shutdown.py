@@ -149,7 +149,8 @@ def run_nodes(make_nodes: Callable[[], Sequence[Node]], *, args: list[str] | Non
     ``args`` are the command line (``--ros-args`` remappings and parameters apply to every node); ROS arguments
     that rcl cannot parse are a :class:`~.arguments.RosArgumentsError` (one line), raised before ``rclpy.init``.
     ``executor`` may be a factory (an executor class, say): it is called after ``rclpy.init``,
-    as an executor needs an initialized context (a class through :func:`new_executor`).
+    as an executor needs an initialized context (a class through :func:`new_executor`).  None: the one
+    ``ROS2_CUDA_IPC_EXECUTOR`` names (:func:`~.executors.executor_from_environment`), else single-threaded.
     """
     if not faulthandler.is_enabled():  # a crash in a native library then shows where Python was
         faulthandler.enable()
@@ -167,9 +168,11 @@ def _init_and_spin(make_nodes: Callable[[], Sequence[Node]], args: list[str] | N
     from rclpy.signals import SignalHandlerOptions, install_signal_handlers
 
     from .arguments import check_ros_arguments
-    from .executors import new_executor
+    from .executors import executor_from_environment, new_executor
 
     check_ros_arguments(sys.argv if args is None else args)
+    if executor is None:
+        executor = executor_from_environment()  # a name it does not know: one line (ValueError), before rclpy.init
     # rclpy's handlers go in only once the nodes are made: on a signal, its own thread shuts the context down at
     # once, and that, racing the main thread's rcl calls while a node is made, crashed a process now and then
     # (a segmentation fault on SIGINT, 1 start of 60 beside seven other nodes on two busy cores).

@@ -1,5 +1,6 @@
 """run_nodes: a stop that lands while the nodes are being made is a clean stop; a real error is not hidden."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -202,3 +203,50 @@ def test_a_second_stop_ends_a_constructor_that_hangs():
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=30)
     assert process.returncode == 0 and "Traceback" not in err, err
+
+
+NAMES_ITS_EXECUTOR = """
+import os, signal
+from rclpy.node import Node
+from ros2_cuda_ipc_core import run_node
+
+class Telling(Node):
+    def __init__(self):
+        super().__init__("telling")
+        self.create_timer(0.05, self.tell)
+
+    def tell(self):
+        print(type(self.executor).__name__, flush=True)
+        os.kill(os.getpid(), signal.SIGINT)
+
+raise SystemExit(run_node(Telling, []))
+"""
+
+
+def _events_executor_here() -> bool:
+    import rclpy.experimental
+
+    return hasattr(rclpy.experimental, "EventsExecutor")
+
+
+@pytest.mark.parametrize("name, kind", [("", "SingleThreadedExecutor"), ("single", "SingleThreadedExecutor"),
+                                        ("multi", "MultiThreadedExecutor"), ("events", "EventsExecutor")])
+def test_a_node_process_spins_on_the_executor_its_environment_names(name, kind):
+    """How a pipeline runner hands its --executor to node processes, which take only ROS arguments."""
+    if name == "events" and not _events_executor_here():
+        pytest.skip("this rclpy has no rclpy.experimental.EventsExecutor")
+    env = {**os.environ, "ROS2_CUDA_IPC_EXECUTOR": name}
+    done = subprocess.run([sys.executable, "-c", NAMES_ITS_EXECUTOR], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[0] == kind, done.stdout
+
+
+def test_an_executor_name_it_does_not_know_is_one_line_and_exit_2():
+    env = {**os.environ, "ROS2_CUDA_IPC_EXECUTOR": "fast\x1b[2J" * 20}
+    done = subprocess.run([sys.executable, "-c", NAMES_ITS_EXECUTOR], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    line, = done.stderr.splitlines()
+    assert "ROS2_CUDA_IPC_EXECUTOR=" in line and "one of single, multi, events" in line and "\x1b" not in line
+    assert len(line) < 200, line
