@@ -3,10 +3,12 @@
 Its publisher exists before the runner starts.  Once it has read a genuine report of ``NODE`` it sends, ROUNDS
 times (0: until SIGINT; one round every 0.3 s), every message of :func:`forgeries`: not JSON, a JSON list, that report with
 ``"in": "x"``, ``{"pid": 1}``, that report with ``"bad": 7`` (its signature kept, and dropped), its node
-renamed with an ESC sequence, and a report of a node the pipeline does not have.  With FLOOD, it also sends that
-many report requests naming NODE.  It prints ``ready`` when its publisher is up and ``sent N`` when SIGINT or SIGTERM ends it.
-The environment may pick some forgeries (``FORGERIES=0,3``: their indexes) and make the publisher only once a
-genuine report came (``FORGER_LATE=1``).
+renamed with an ESC sequence, and a report of a node the pipeline does not have.  With FLOOD, each round also sends
+that many report requests naming NODE on ``pipeline_report_request``, the topic the runner once asked its nodes on
+(none subscribes now).  It prints ``ready`` when its publisher is up, ``flooding`` when the first round starts, and
+when SIGINT or SIGTERM ends it ``request subscribers N`` (the most that topic had in any round) and ``sent N``.
+The environment may pick some forgeries (``FORGERIES=0,3``: their indexes; ``-``: none) and make the publisher only
+once a genuine report came (``FORGER_LATE=1``).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ def main() -> int:
     node = rclpy.create_node("forger", namespace=namespace)
     late = os.environ.get("FORGER_LATE") == "1"
     stats = None if late else node.create_publisher(String, "pipeline_stats", 10)
-    picked = [int(index) for index in os.environ.get("FORGERIES", "").split(",") if index]
+    chosen = os.environ.get("FORGERIES", "")
+    picked = [int(index) for index in chosen.split(",") if index] if chosen != "-" else []
     requests = node.create_publisher(String, "pipeline_report_request", 10)
     genuine: list[str] = []
 
@@ -52,6 +55,7 @@ def main() -> int:
     reading = node.create_subscription(String, "pipeline_stats", on_stats, 10)
     print("ready", flush=True)
     sent = 0
+    subscribers = 0
     try:
         while not genuine:
             rclpy.spin_once(node, timeout_sec=0.1)
@@ -59,20 +63,23 @@ def main() -> int:
         if stats is None:
             stats = node.create_publisher(String, "pipeline_stats", 10)
         texts = forgeries(genuine[0])
-        texts = [texts[index] for index in picked] if picked else texts
+        texts = [texts[index] for index in picked] if picked or chosen == "-" else texts
+        request = String(data=f"{namespace}/{target}")
+        print("flooding", flush=True)
         done = 0
         while not rounds or done < rounds:
             done += 1
             for text in texts:
                 stats.publish(String(data=text))
                 sent += 1
+            for _ in range(flood):
+                requests.publish(request)
+                sent += 1
+            subscribers = max(subscribers, requests.get_subscription_count())
             time.sleep(0.3)
-        request = String(data=f"{namespace}/{target}")
-        for _ in range(flood):
-            requests.publish(request)
-            sent += 1
     except KeyboardInterrupt:
         pass
+    print(f"request subscribers {subscribers}", flush=True)
     print(f"sent {sent}", flush=True)
     node.destroy_node()
     rclpy.try_shutdown()

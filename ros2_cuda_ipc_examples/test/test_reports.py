@@ -5,9 +5,11 @@ reports taken, and a pipeline run to its end, its verdict its own, beside a peer
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -162,3 +164,38 @@ def test_forgeries_on_the_stats_topic_neither_end_a_run_nor_decide_its_verdict(t
     assert sent > 0 and 0 < sum(ignored.values()) <= sent, (sent, ignored, forger_err)
     said = [line for line in run.stderr.splitlines() if line.startswith("ignored a message on ")]
     assert len(said) == len(ignored), run.stderr  # one line a kind, however many came
+
+
+@pytest.mark.timeout(240)
+def test_a_flood_of_report_requests_on_the_old_topic_costs_the_nodes_nothing_and_ctrl_c_still_gets_fresh_reports(
+        tmp_path):
+    """Before: the runner asked for the last reports on the DDS topic ``pipeline_report_request``, which any
+    participant could flood (51,850 requests: lidar 57.4 ms of CPU a frame).  Now it asks over a pipe only it holds:
+    the topic has no subscriber, and after Ctrl-C every node's kept report is one the runner asked for."""
+    namespace = "/flooded_requests"
+    forger = subprocess.Popen([sys.executable, str(FORGER), namespace, "voxel", "0", "2000"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env={**os.environ, "FORGERIES": "-"})
+    runner = None
+    try:
+        assert forger.stdout is not None and forger.stdout.readline().strip() == "ready"
+        runner = subprocess.Popen([*RUNNER, "lidar", "--fps", "8", "--size", "256x16", "--memory", "host", "--out",
+                                   str(tmp_path), "--namespace", namespace], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        assert forger.stdout.readline().strip() == "flooding"  # it read voxel's report: the nodes are up
+        time.sleep(4.0)  # rounds of requests while frames flow
+        runner.send_signal(signal.SIGINT)
+        out, err = runner.communicate(timeout=120)
+    finally:
+        if runner is not None:
+            runner.kill()
+        forger.send_signal(signal.SIGTERM)
+        forger_out, forger_err = forger.communicate(timeout=30)
+    assert runner.returncode == 0 and "Traceback" not in err, out + err
+    assert "request subscribers 0" in forger_out.splitlines(), forger_out + forger_err
+    assert int(forger_out.split()[-1]) >= 2000, forger_out
+    summary = json.loads((tmp_path / "pipeline-summary.json").read_text())
+    assert summary["interrupted"] and summary["frames_published"] > 0, summary
+    nodes = summary["nodes"]
+    assert all(nodes[name]["reports_asked"] >= 1 for name in ("lidar", "voxel", "preview")), nodes
+    assert summary["frames_checked"]["voxel"] <= nodes["lidar"]["out"], summary  # downstream asked first
+    print(f"lidar CPU {nodes['lidar']['cpu']} under {forger_out.split()[-1]} requests")  # shown with -s

@@ -35,14 +35,13 @@ from ros2_cuda_ipc_core import (
 
 from .arrays import ArrayBackend, MemoryChoiceError, backend_for, choose_memory
 from .frame_stats import FrameTrace, LatencySamples, ProcessCpu, gc_pauses
+from .report_requests import ChannelError, Registration, register
 from .report_signature import report_key_from_environment, sign_report
 from .upstream import UpstreamWatch
 
-__all__ = ["REPORT_REQUEST_TOPIC", "STATS_TOPIC", "ParameterError", "PipelineNode"]
+__all__ = ["STATS_TOPIC", "ParameterError", "PipelineNode"]
 
 STATS_TOPIC = "pipeline_stats"
-#: A node whose fully qualified name comes here reports at once (the runner's last reports, after Ctrl-C).
-REPORT_REQUEST_TOPIC = "pipeline_report_request"
 _MAX_LATENCIES = 100_000
 _MAX_PUBLISHERS = 16  # processes whose frames in_by_publisher counts: a restarted publisher is a new one
 
@@ -88,7 +87,8 @@ class PipelineNode(Node):
             raise ParameterError(f"stats_period must be positive, not {period}")
         self.create_timer(period, self.report)
         self._asked_at = 0.0
-        self.create_subscription(String, REPORT_REQUEST_TOPIC, self._on_report_request, 10)
+        self._reports_asked = 0  # reports sent because the runner asked (the report's reports_asked)
+        self._requests = self._listen_for_report_requests()
 
     def parameter(self, name: str) -> Any:
         """Declare parameter ``name`` from the class's ``PARAMETERS`` table and return its value as the default's
@@ -285,18 +285,36 @@ class PipelineNode(Node):
         """What a node adds to its report (reader or pool counters)."""
         return {}
 
+    def _listen_for_report_requests(self) -> Registration | None:
+        """A report at once when the runner that started this process asks for it (its last reports, after Ctrl-C):
+        over its pipe (see :mod:`.report_requests`), waking the executor through a guard condition."""
+        wake = self.create_guard_condition(self._on_report_request)
+        try:
+            registration = register(self.get_fully_qualified_name(), wake.trigger)
+        except ChannelError as exc:
+            self.get_logger().warning(f"no report requests: {exc}")
+            registration = None
+        if registration is None:
+            self.destroy_guard_condition(wake)
+        return registration
+
     def destroy_node(self) -> None:
+        requests = getattr(self, "_requests", None)  # unset when the parameters were refused
+        if requests is not None:
+            requests.close()
+            self._requests = None
         trace = getattr(self, "_trace", None)  # unset when the parameters were refused
         if trace is not None:
             trace.close()
             self._trace = None
         super().destroy_node()
 
-    def _on_report_request(self, msg: String) -> None:
-        """A report now, if ``msg`` names this node: at most ten a second, whoever floods the topic."""
+    def _on_report_request(self) -> None:
+        """A report now, the runner asked for it: at most ten a second, however often it asks."""
         now = time.monotonic()
-        if msg.data == self.get_fully_qualified_name() and now - self._asked_at >= 0.1:
+        if now - self._asked_at >= 0.1:
             self._asked_at = now
+            self._reports_asked += 1
             self.report()
 
     def report(self) -> None:
@@ -310,6 +328,7 @@ class PipelineNode(Node):
                  "time": time.time(), **counts, "in_by_publisher": {str(pid): n for pid, n in self.in_by_publisher.items()},
                  **read, **self._latencies.report(),
                  "cpu": self._cpu.report(self.frames_done()), "gc_pauses": self._gc.report(), "first_drops": self._drops,
-                 "seq_first": self._first_seq, "seq_last": self._last_seq, **self.extra_stats()}
+                 "seq_first": self._first_seq, "seq_last": self._last_seq, "reports_asked": self._reports_asked,
+                 **self.extra_stats()}
         body = json.dumps(stats)
         self._reports.publish(String(data=sign_report(body, self._report_key) if self._report_key else body))

@@ -34,13 +34,14 @@ from ros2_cuda_ipc_core import new_executor, run_tool, stop_signals_noted, tool_
 from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL, ComponentSpec
 
 from ..nodes.frame_stats import tail_breakdown
-from ..nodes.pipeline_node import REPORT_REQUEST_TOPIC, STATS_TOPIC
+from ..nodes.pipeline_node import STATS_TOPIC
 from ..nodes.report_signature import REPORT_KEY_VARIABLE, new_report_key
 from .arguments import add_run_arguments, options_from
 from .definitions import PIPELINES, Pipeline, PipelineOptions
 from .live_table import StatsTable
 from .namespace_claim import NamespaceTaken, claim_namespace
 from .reports import ReportGate
+from .request_pipe import RequestPipe
 from .restarts import RESTART_POLICIES, Restarts
 from .stacks import native_stacks
 
@@ -79,6 +80,7 @@ class _Child:
     process: subprocess.Popen
     log: Path
     started: float
+    requests: RequestPipe  # asks its nodes for a report now
     killed: bool = False  # still running STOP_TIMEOUT s after SIGINT
     stacks: Path | None = None  # then: where its threads waited below Python
 
@@ -112,16 +114,24 @@ def _container_command(pipeline: Pipeline, executor: str, namespace: str, restar
 
 
 def _start(name: str, command: list[str], log_dir: Path, key: bytes, mode: str = "w") -> _Child:
-    """Start ``command`` as ``name``, its output into its log; ``key`` signs its nodes' reports (the run's)."""
+    """Start ``command`` as ``name``, its output into its log; ``key`` signs its nodes' reports (the run's); a
+    fresh :class:`RequestPipe` (every start, restarts too) is how the runner asks its nodes for reports."""
     log = log_dir / f"{name}.log"
-    with log.open(mode) as out:
-        if mode == "a":
-            out.write(f"--- {name} restarted by the runner ---\n")
-            out.flush()
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   start_new_session=True, env={**os.environ, PARENT_PID_VARIABLE: str(os.getpid()),
-                                                                REPORT_KEY_VARIABLE: key.hex()})
-    return _Child(name, process, log, time.monotonic())
+    requests = RequestPipe()
+    try:
+        with log.open(mode) as out:
+            if mode == "a":
+                out.write(f"--- {name} restarted by the runner ---\n")
+                out.flush()
+            env = {**os.environ, PARENT_PID_VARIABLE: str(os.getpid()), REPORT_KEY_VARIABLE: key.hex(),
+                   **requests.environment()}
+            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       start_new_session=True, env=env, pass_fds=(requests.child_end,))
+    except BaseException:
+        requests.close()
+        raise
+    requests.started()
+    return _Child(name, process, log, time.monotonic(), requests)
 
 
 def _stop(children: list[_Child], timeout: float = STOP_TIMEOUT) -> dict[str, int]:
@@ -269,7 +279,6 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
     screen = _Screen(stream, title)
     gate = ReportGate(key, options.namespace, pipeline.node_names, screen.note)
     claim = None
-    requests: Any = None  # the monitor's report requests (a stop before it is made: none)
     _init_keeping_ctrl_c(rclpy)
     spinner = new_executor(SingleThreadedExecutor)
     try:  # from here on every exit stops what was started and shuts rclpy down: the next run in this process starts clean
@@ -285,7 +294,6 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
                 table.add(*accepted)
 
         monitor.create_subscription(String, STATS_TOPIC, on_stats, 50)
-        requests = monitor.create_publisher(String, REPORT_REQUEST_TOPIC, 10)
         spinner.add_node(monitor)
         _refuse_a_running_pipeline(spinner, monitor, pipeline, options.namespace, screen.note)
         for name, command in commands.items():
@@ -295,7 +303,7 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
     except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C: stop the nodes, keep what they reported
         interrupted = True
         with stop_signals_noted():  # a second Ctrl-C here must not cost the run its summary
-            _collect_last_reports(spinner, table, requests)
+            _collect_last_reports(spinner, table, lambda name, node: _ask_for_report(children, container, name, node))
         screen.show(f"{screen.title}  t={time.monotonic() - started:.0f}s (stopped)\n{table.render(totals=True)}")
     except PipelineFailed as early:  # stopped below; the summary says what was reported, marked failed
         early.summary = {"failure": early.reason}
@@ -303,6 +311,8 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
     finally:
         with stop_signals_noted():  # nor a Ctrl-C while the nodes are stopped (each stop is bounded: STOP_TIMEOUT)
             codes = _stop(children)
+            for child in children:
+                child.requests.close()
             spinner.shutdown(timeout_sec=1.0)
             for node in spinner.get_nodes():
                 node.destroy_node()
@@ -382,12 +392,15 @@ def _refuse_a_running_pipeline(spinner: Any, monitor: Any, pipeline: Pipeline, n
              "for its nodes' reports")
 
 
+def _child_running(children: list[_Child], name: str, container: str | None) -> _Child | None:
+    """The child running node ``name`` now: its own process, or the ``container`` (composed); None: none."""
+    return next((child for child in children if child.name == (container or name)), None)
+
+
 def _pid_running(children: list[_Child], name: str, container: str | None) -> int | None:
-    """The pid of the process running node ``name`` now: its own, or the ``container``'s (composed); None: none."""
-    for child in children:
-        if child.name == (container or name):
-            return child.process.pid
-    return None
+    """The pid of the process running node ``name`` now; None: none."""
+    child = _child_running(children, name, container)
+    return child.process.pid if child is not None else None
 
 
 def _remove_earlier_runs_files(pipeline: Pipeline, out_dir: Path) -> None:
@@ -420,16 +433,22 @@ def _init_keeping_ctrl_c(rclpy: Any) -> None:
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
 
 
-def _collect_last_reports(spinner: Any, table: StatsTable, requests: Any, seconds_each: float = 3.0) -> None:
+def _ask_for_report(children: list[_Child], container: str | None, name: str, node: str) -> None:
+    """Ask node ``name`` (fully qualified: ``node``) for a report now, through the pipe of the process running it."""
+    child = _child_running(children, name, container)
+    if child is not None:
+        child.requests.ask(node)
+
+
+def _collect_last_reports(spinner: Any, table: StatsTable, ask: Callable[[str, str], None],
+                          seconds_each: float = 3.0) -> None:
     """After Ctrl-C, while frames still flow: a fresh report from every node, last node first, each node's sent
     after the report taken of the node after it in the pipeline (nodes are listed upstream first).  A node's count
     then covers every frame the nodes downstream of it counted: the camera's frames published are at least every
     consumer's checked, preprocess's frames sent at least what inference checked.  (Taken at one moment instead,
     a node a report behind another showed fewer frames than the node reading it.)  Each is asked for it on
-    ``requests`` (again every half second: its once-a-second report could come too late on a busy machine);
-    a node without a fresh report within ``seconds_each`` (stopped, restarting) keeps its last."""
-    from std_msgs.msg import String
-
+    ``ask(name, fully qualified name)`` (again every half second: its once-a-second report could come too late on a
+    busy machine); a node without a fresh report within ``seconds_each`` (stopped, restarting) keeps its last."""
     after = time.time()
     try:
         for name in reversed(table.order):
@@ -438,8 +457,8 @@ def _collect_last_reports(spinner: Any, table: StatsTable, requests: Any, second
             deadline = time.monotonic() + seconds_each
             asked = 0.0
             while time.monotonic() < deadline and table.latest[name]["time"] <= after:
-                if requests is not None and time.monotonic() - asked >= 0.5:
-                    requests.publish(String(data=table.latest[name]["node"]))
+                if time.monotonic() - asked >= 0.5:
+                    ask(name, table.latest[name]["node"])
                     asked = time.monotonic()
                 spinner.spin_once(timeout_sec=0.05)
             after = max(after, table.latest[name]["time"])
@@ -450,7 +469,9 @@ def _collect_last_reports(spinner: Any, table: StatsTable, requests: Any, second
 def _restart_due(children: list[_Child], restarts: Restarts) -> None:
     """Put the children whose back-off is over back in ``children``, in their places."""
     for name, child in restarts.start_due():
-        children[next(i for i, c in enumerate(children) if c.name == name)] = child
+        index = next(i for i, c in enumerate(children) if c.name == name)
+        children[index].requests.close()  # the dead process's pipe: the new one has its own
+        children[index] = child
 
 
 def _watch(spinner: Any, table: StatsTable, children: list[_Child], screen: _Screen, started: float,

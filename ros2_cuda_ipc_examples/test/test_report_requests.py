@@ -1,0 +1,130 @@
+"""The child's side of the runner's report requests (``nodes/report_requests.py``): lines read from a pipe, each
+bounded, garbage ignored, a stream cut anywhere read the same, and in a real process its reader thread triggers the
+nodes named and ends at EOF; a process without the variable has no channel, one with a bad variable a clear error."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import tracemalloc
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ros2_cuda_ipc_examples.nodes import report_requests
+from ros2_cuda_ipc_examples.nodes.report_requests import (
+    MAX_LINE_BYTES,
+    REPORT_REQUESTS_VARIABLE,
+    ChannelError,
+    register,
+    request_lines,
+)
+from ros2_cuda_ipc_examples.pipelines.request_pipe import RequestPipe
+
+
+def _cut(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({min(max(cut, 0), len(data)) for cut in cuts} | {0, len(data)})
+    return [data[a:b] for a, b in itertools.pairwise(points)]
+
+
+def test_names_are_read_and_garbage_overlong_and_unended_lines_are_dropped():
+    overlong = b"/lidar/" + b"x" * MAX_LINE_BYTES
+    data = (b"/lidar/voxel\n\n\xff\xfe\n/a\x1b[31m\n" + overlong + b"\n*\n/lidar/preview\n/lidar/unended")
+    assert list(request_lines(iter([data]))) == ["/lidar/voxel", "*", "/lidar/preview"]
+    # an overlong line cut into pieces longer than the limit: dropped through its newline, the next line read
+    pieces = [b"/x" * MAX_LINE_BYTES, b"y" * (3 * MAX_LINE_BYTES), b"z\n/lidar/voxel\n"]
+    assert list(request_lines(iter(pieces))) == ["/lidar/voxel"]
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.lists(st.one_of(st.sampled_from([b"/lidar/voxel", b"*", b"\xff", b"", b"\x00", b"a" * 2000]),
+                          st.binary(max_size=300)), max_size=40),
+       st.lists(st.integers(min_value=0, max_value=20_000), max_size=20))
+def test_a_stream_cut_anywhere_reads_the_same_names_in_memory_bounded_by_the_line_limit(lines, cuts):
+    data = b"\n".join(lines) + b"\n"
+    whole = list(request_lines(iter([data])))
+    tracemalloc.start()
+    try:
+        pieces = list(request_lines(iter(_cut(data, cuts))))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert pieces == whole
+    expected = [line.decode() for line in data.split(b"\n")[:-1] if 0 < len(line) <= MAX_LINE_BYTES
+                and _printable(line)]
+    assert whole == expected
+    # the reader keeps one pending line (at most the limit) beside the chunk it was given and the names it yields
+    assert peak <= 4 * MAX_LINE_BYTES + 2 * max(map(len, _cut(data, cuts)), default=0) + len(data) + 16 * 1024
+
+
+def _printable(line: bytes) -> bool:
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return all(ord(c) >= 0x20 and ord(c) != 0x7F for c in text)
+
+
+def test_a_process_without_the_variable_has_no_channel(monkeypatch):
+    monkeypatch.delenv(REPORT_REQUESTS_VARIABLE, raising=False)
+    monkeypatch.setattr(report_requests, "_channel", None)
+    assert register("/ns/node", lambda: None) is None
+    assert report_requests._channel is None
+
+
+@pytest.mark.parametrize(("value", "said"), [("abc", "is not a file descriptor number"),
+                                             ("9" * 40, "is not a file descriptor number"),
+                                             ("999999", "Bad file descriptor"), ("regular", "is not a pipe")])
+def test_a_bad_variable_is_a_clear_error_and_leaves_no_channel(monkeypatch, tmp_path, value, said):
+    monkeypatch.setattr(report_requests, "_channel", None)
+    if value == "regular":
+        regular = open(tmp_path / "file", "w")  # noqa: SIM115 - open for the test's length
+        value = str(regular.fileno())
+    monkeypatch.setenv(REPORT_REQUESTS_VARIABLE, value)
+    with pytest.raises(ChannelError, match=said):
+        register("/ns/node", lambda: None)
+    assert report_requests._channel is None and REPORT_REQUESTS_VARIABLE not in os.environ
+
+
+CHILD = """
+import sys, threading
+from ros2_cuda_ipc_examples.nodes.report_requests import register
+a = register("/ns/a", lambda: print("a", flush=True))
+b = register("/ns/b", lambda: print("b", flush=True))
+gone = register("/ns/gone", lambda: print("gone", flush=True))
+gone.close()
+def fail():
+    raise RuntimeError("a node whose start failed")
+register("/ns/a", fail)
+print("ready", flush=True)
+reader = next(t for t in threading.enumerate() if t.name == "report-requests")
+reader.join(60)
+print("ended" if not reader.is_alive() else "still reading", flush=True)
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_child_s_reader_triggers_the_nodes_named_and_ends_when_the_runner_closes_its_pipe():
+    pipe = RequestPipe()
+    child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, **pipe.environment()}, pass_fds=(pipe.child_end,))
+    pipe.started()
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        assert pipe.ask("/ns/a")
+        assert child.stdout.readline() == "a\n"
+        os.write(pipe._fd, b"\xff\xfe garbage\n" + b"/ns/b" * 300 + b"\n/ns/gone\n")  # dropped: nothing comes
+        assert not pipe.ask("/ns/two\nlines") and not pipe.ask("/ns/" + "x" * MAX_LINE_BYTES)
+        assert pipe.ask("/ns/b") and child.stdout.readline() == "b\n"
+        assert pipe.ask("*")
+        assert sorted([child.stdout.readline(), child.stdout.readline()]) == ["a\n", "b\n"]
+        pipe.close()  # EOF: the reader ends
+        out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+        pipe.close()
+    assert out == "ended\n" and child.returncode == 0, (out, err)
+    assert not pipe.ask("/ns/a")  # closed: nothing written, nothing raised
