@@ -23,6 +23,7 @@ from ros2_cuda_ipc_examples.nodes.report_requests import (
     request_lines,
 )
 from ros2_cuda_ipc_examples.pipelines.request_pipe import RequestPipe
+from ros2_cuda_ipc_examples.pipelines.runner import _start
 
 
 def _cut(data: bytes, cuts: list[int]) -> list[bytes]:
@@ -128,3 +129,24 @@ def test_a_child_s_reader_triggers_the_nodes_named_and_ends_when_the_runner_clos
         pipe.close()
     assert out == "ended\n" and child.returncode == 0, (out, err)
     assert not pipe.ask("/ns/a")  # closed: nothing written, nothing raised
+
+
+SHOW_PIPE = ("import os, stat; fd = int(os.environ['ROS2_CUDA_IPC_REPORT_REQUESTS']); st = os.fstat(fd); "
+             "print(stat.S_ISFIFO(st.st_mode), st.st_ino, b''.join(iter(lambda: os.read(fd, 100), b'')))")
+
+
+@pytest.mark.timeout(60)
+def test_each_start_of_a_child_restarts_included_gets_a_pipe_of_its_own(tmp_path):
+    """The runner's side: a child started, then started again (``--restart``), each reads its own pipe to EOF,
+    which comes when the runner closes its write end (no child holds a write end, not even the one started
+    while the first's pipe was open)."""
+    key = bytes(32)
+    first = _start("node", [sys.executable, "-c", SHOW_PIPE], tmp_path, key)
+    again = _start("node", [sys.executable, "-c", SHOW_PIPE], tmp_path, key, "a")
+    for child in (first, again):
+        assert child.requests.ask("/ns/node")
+        child.requests.close()  # EOF after the line: the child's reading ends
+        assert child.process.wait(timeout=30) == 0
+    lines = [line for line in (tmp_path / "node.log").read_text().splitlines() if line.startswith("True ")]
+    assert len(lines) == 2 and lines[0].split()[1] != lines[1].split()[1], lines  # two pipes (inodes)
+    assert all(line.endswith("b'/ns/node\\n'") for line in lines), lines

@@ -167,20 +167,22 @@ def test_forgeries_on_the_stats_topic_neither_end_a_run_nor_decide_its_verdict(t
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.parametrize("compose", [False, True])
 def test_a_flood_of_report_requests_on_the_old_topic_costs_the_nodes_nothing_and_ctrl_c_still_gets_fresh_reports(
-        tmp_path):
+        tmp_path, compose):
     """Before: the runner asked for the last reports on the DDS topic ``pipeline_report_request``, which any
     participant could flood (51,850 requests: lidar 57.4 ms of CPU a frame).  Now it asks over a pipe only it holds:
-    the topic has no subscriber, and after Ctrl-C every node's kept report is one the runner asked for."""
-    namespace = "/flooded_requests"
+    the topic has no subscriber, and after Ctrl-C every node's kept report is one the runner asked for (composed:
+    the three nodes of one process, each asked by name)."""
+    namespace = f"/flooded_requests_{int(compose)}"
     forger = subprocess.Popen([sys.executable, str(FORGER), namespace, "voxel", "0", "2000"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env={**os.environ, "FORGERIES": "-"})
     runner = None
     try:
         assert forger.stdout is not None and forger.stdout.readline().strip() == "ready"
         runner = subprocess.Popen([*RUNNER, "lidar", "--fps", "8", "--size", "256x16", "--memory", "host", "--out",
-                                   str(tmp_path), "--namespace", namespace], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True)
+                                   str(tmp_path), "--namespace", namespace, *(["--compose"] if compose else [])],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert forger.stdout.readline().strip() == "flooding"  # it read voxel's report: the nodes are up
         time.sleep(4.0)  # rounds of requests while frames flow
         runner.send_signal(signal.SIGINT)
