@@ -89,7 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     base, why = pipeline_options(parser, args, "multicam")
     base = replace(base, seconds=args.seconds)
-    mode = "composed" if args.compose else "separate processes"
+    mode = ("composed" if args.compose else "separate processes") + \
+        ("" if args.executor == "single" else f", {args.executor} executor")
     stop = QuickStop()
     with stop.armed():  # until multicam.json is written: a stop there is noted, and the plot not drawn
         summaries: dict[str, dict[str, Any]] = {}
@@ -103,7 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
         rows = {transport: multicam_row(summary, base.fps) for transport, summary in summaries.items()}
         print_rows(rows)
-        record: dict[str, Any] = {"rows": rows, "summaries": summaries}
+        record: dict[str, Any] = {"rows": rows, "executor": args.executor, "compose": args.compose,
+                                  "summaries": summaries}
         if stop.by is not None:
             record["partial"] = partial_record(stop.by, list(dict.fromkeys(args.transports)), summaries)
         path = base.out_dir / "multicam.json"
@@ -138,7 +140,8 @@ def run_transports(args: argparse.Namespace, base: PipelineOptions, stop: QuickS
             options = replace(base, namespace=f"{base.namespace}_{transport.replace('-', '_')}",
                               out_dir=base.out_dir / transport)
             summary = run_pipeline(multicam(options, transport, args.cameras, args.readers), options,
-                                   compose=args.compose, stream=None, watcher=stop.watcher)
+                                   compose=args.compose, executor=args.executor, stream=None,
+                                   watcher=stop.watcher)
         except PipelineFailed as exc:
             if not stop.stopped():
                 print(f"multicam: {TRANSPORTS[transport]}: FAILED: {exc}", file=sys.stderr)

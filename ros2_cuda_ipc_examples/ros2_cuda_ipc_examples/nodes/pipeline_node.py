@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +43,8 @@ from .upstream import UpstreamWatch
 __all__ = ["STATS_TOPIC", "ParameterError", "PipelineNode"]
 
 STATS_TOPIC = "pipeline_stats"
+#: How often a node started by a runner looks whether the runner asked for a report (see _listen_for_report_requests).
+REQUEST_POLL_S = 0.1
 _MAX_LATENCIES = 100_000
 _MAX_PUBLISHERS = 16  # processes whose frames in_by_publisher counts: a restarted publisher is a new one
 
@@ -286,16 +289,18 @@ class PipelineNode(Node):
         return {}
 
     def _listen_for_report_requests(self) -> Registration | None:
-        """A report at once when the runner that started this process asks for it (its last reports, after Ctrl-C):
-        over its pipe (see :mod:`.report_requests`), waking the executor through a guard condition."""
-        wake = self.create_guard_condition(self._on_report_request)
+        """A report soon when the runner that started this process asks for it (its last reports, after Ctrl-C):
+        over its pipe (see :mod:`.report_requests`).  The reader thread sets a flag that a timer looks at every
+        :data:`REQUEST_POLL_S`: a guard condition would wake the executor at once, but rclpy's C++ events executor
+        refuses a node that has one (``--executor events``)."""
+        asked = threading.Event()
         try:
-            registration = register(self.get_fully_qualified_name(), wake.trigger)
+            registration = register(self.get_fully_qualified_name(), asked.set)
         except ChannelError as exc:
             self.get_logger().warning(f"no report requests: {exc}")
             registration = None
-        if registration is None:
-            self.destroy_guard_condition(wake)
+        if registration is not None:
+            self.create_timer(REQUEST_POLL_S, lambda: self._on_report_request(asked))
         return registration
 
     def destroy_node(self) -> None:
@@ -309,8 +314,11 @@ class PipelineNode(Node):
             self._trace = None
         super().destroy_node()
 
-    def _on_report_request(self) -> None:
-        """A report now, the runner asked for it: at most ten a second, however often it asks."""
+    def _on_report_request(self, asked: threading.Event) -> None:
+        """A report now if the runner asked for one: at most ten a second, however often it asks."""
+        if not asked.is_set():
+            return
+        asked.clear()
         now = time.monotonic()
         if now - self._asked_at >= 0.1:
             self._asked_at = now

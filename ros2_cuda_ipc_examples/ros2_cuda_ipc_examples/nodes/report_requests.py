@@ -5,8 +5,8 @@ The runner (``pipelines/runner.py``) starts each child with the read end of an `
 wants a report now.  It used to publish the name on a DDS topic: any participant in the domain could flood that,
 and every message cost every node an executor wake-up and a deserialisation, however few reports it then sent.
 
-One daemon thread a process reads the pipe and triggers the wake-up (``trigger``, a GuardCondition's) of each node
-registered under the name read: a composed container holds several nodes, a component restarted in place registers
+One daemon thread a process reads the pipe and calls ``trigger`` (it sets a flag the node's timer looks at) of each
+node registered under the name read: a composed container holds several nodes, a component restarted in place registers
 again.  The node then reports on its own executor thread.  A node started by a user has no such variable, no
 thread and nothing to read.
 """

@@ -1,9 +1,9 @@
 """The command-line options of the commands that run example pipelines, and the checked options made of them.
 
 ``pipeline``, ``demo`` and ``benchmark_multicam`` share one set (:func:`add_pipeline_arguments`, read back by
-:func:`pipeline_options`): frame size and rate, memory, one container or a process a node, the output
-directory, the namespace, and the pools' blocks and reuse delay.  The runner and the demo add how long the
-source runs, the container's executor and the fanout's tensor type (:func:`add_run_arguments`, read back by
+:func:`pipeline_options`): frame size and rate, memory, one container or a process a node and the nodes'
+executor, the output directory, the namespace, and the pools' blocks and reuse delay.  The runner and the demo
+add how long the source runs and the fanout's tensor type (:func:`add_run_arguments`, read back by
 :func:`options_from`).  Whatever cannot work is a usage error (exit code 2) before anything starts.
 """
 
@@ -97,6 +97,10 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser, pipelines: Sequence[
     parser.add_argument("--memory", choices=["auto", "cuda", "host"], default="auto",
                         help="where frames live; auto: CUDA when a GPU and torch or cupy are here (default: auto)")
     parser.add_argument("--compose", action="store_true", help="every node in one container process")
+    parser.add_argument("--executor", choices=EXECUTORS, default="single",
+                        help="every node's executor (the container's with --compose): rclpy's single- or "
+                             "multi-threaded one, or its C++ events executor, which costs a reader less CPU "
+                             "(default: single)")
     parser.add_argument("--out", type=Path, default=out, help=f"{out_help} (default: %(default)s)")
     parser.add_argument("--namespace", default=None,
                         help=f"ROS namespace of the nodes (default: /{pipelines[0]}"
@@ -111,14 +115,11 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser, pipelines: Sequence[
 def add_run_arguments(parser: argparse.ArgumentParser,
                       seconds_help: str = "camera runs this long (default: until --frames or Ctrl-C)") -> None:
     """The runner's and the demo's options: :func:`add_pipeline_arguments`' for fanout and lidar, how long the source
-    runs, the container's executor and the fanout's tensor type; :func:`options_from` reads them back."""
+    runs and the fanout's tensor type; :func:`options_from` reads them back."""
     parser.add_argument("--seconds", type=positive_number(float), default=None, help=seconds_help)
     parser.add_argument("--frames", type=positive_number(int), default=None, help="camera sends this many frames")
     add_pipeline_arguments(parser, ("fanout", "lidar"), Path("pipeline-output"),
                            "where pipeline-summary.json, preview.png and the node logs go")
-    parser.add_argument("--executor", choices=EXECUTORS, default="single",
-                        help="the container's executor with --compose: rclpy's single- or multi-threaded one, or its "
-                             "C++ events executor (default: single)")
     parser.add_argument("--tensor-dtype", choices=["float16", "bfloat16", "float32"], default="float16",
                         help="fanout: the type of the NCHW tensor preprocessing sends inference (default: %(default)s)")
 
@@ -149,9 +150,6 @@ def pipeline_options(parser: argparse.ArgumentParser, args: argparse.Namespace,
 def options_from(parser: argparse.ArgumentParser, args: argparse.Namespace,
                  pipeline: str = "fanout") -> tuple[PipelineOptions, str]:
     """The options of :func:`add_run_arguments`, checked as :func:`pipeline_options` checks them."""
-    if args.executor != "single" and not args.compose:
-        parser.error(f"argument --executor: {args.executor} is the container's executor and needs --compose "
-                     "(separate processes run one node each, on the single-threaded executor)")
     options, why = pipeline_options(parser, args, pipeline)
     return replace(options, frames=args.frames or 0, seconds=args.seconds or 0.0, tensor_dtype=args.tensor_dtype), why
 

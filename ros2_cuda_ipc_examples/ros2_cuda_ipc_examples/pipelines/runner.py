@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
-from ros2_cuda_ipc_core import new_executor, run_tool, stop_signals_noted, tool_parser
+from ros2_cuda_ipc_core import EXECUTOR_ENVIRONMENT, new_executor, run_tool, stop_signals_noted, tool_parser
 from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL, ComponentSpec
 
 from ..nodes.frame_stats import tail_breakdown
@@ -113,9 +113,11 @@ def _container_command(pipeline: Pipeline, executor: str, namespace: str, restar
             "--ros-args", "-r", f"__node:={pipeline.name}_container", "-r", f"__ns:={namespace}"]
 
 
-def _start(name: str, command: list[str], log_dir: Path, key: bytes, mode: str = "w") -> _Child:
+def _start(name: str, command: list[str], log_dir: Path, key: bytes, mode: str = "w", *,
+           executor: str = "single") -> _Child:
     """Start ``command`` as ``name``, its output into its log; ``key`` signs its nodes' reports (the run's); a
-    fresh :class:`RequestPipe` (every start, restarts too) is how the runner asks its nodes for reports."""
+    fresh :class:`RequestPipe` (every start, restarts too) is how the runner asks its nodes for reports; a node
+    process spins on ``executor`` (a container is told with ``--executor`` too)."""
     log = log_dir / f"{name}.log"
     requests = RequestPipe()
     try:
@@ -124,7 +126,7 @@ def _start(name: str, command: list[str], log_dir: Path, key: bytes, mode: str =
                 out.write(f"--- {name} restarted by the runner ---\n")
                 out.flush()
             env = {**os.environ, PARENT_PID_VARIABLE: str(os.getpid()), REPORT_KEY_VARIABLE: key.hex(),
-                   **requests.environment()}
+                   EXECUTOR_ENVIRONMENT: executor, **requests.environment()}
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        start_new_session=True, env=env, pass_fds=(requests.child_end,))
     except BaseException:
@@ -272,7 +274,8 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
         commands["bag_record"] = record_command(pipeline, options.namespace, record)
     children: list[_Child] = []
     key = new_report_key()
-    restarts = Restarts(restart, lambda name: _start(name, commands[name], log_dir, key, "a"), table.restarted)
+    restarts = Restarts(restart, lambda name: _start(name, commands[name], log_dir, key, "a", executor=executor),
+                        table.restarted)
     started = time.monotonic()
     interrupted = False
     codes: dict[str, int] = {}
@@ -297,7 +300,7 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
         spinner.add_node(monitor)
         _refuse_a_running_pipeline(spinner, monitor, pipeline, options.namespace, screen.note)
         for name, command in commands.items():
-            children.append(_start(name, command, log_dir, key))
+            children.append(_start(name, command, log_dir, key, executor=executor))
         started = time.monotonic()
         _watch(spinner, table, children, screen, started, restarts, watcher)
     except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C: stop the nodes, keep what they reported
