@@ -81,12 +81,12 @@ def test_a_process_without_the_variable_has_no_channel(monkeypatch):
                                              ("999999", "Bad file descriptor"), ("regular", "is not a pipe")])
 def test_a_bad_variable_is_a_clear_error_and_leaves_no_channel(monkeypatch, tmp_path, value, said):
     monkeypatch.setattr(report_requests, "_channel", None)
-    if value == "regular":
-        regular = open(tmp_path / "file", "w")  # noqa: SIM115 - open for the test's length
-        value = str(regular.fileno())
-    monkeypatch.setenv(REPORT_REQUESTS_VARIABLE, value)
-    with pytest.raises(ChannelError, match=said):
-        register("/ns/node", lambda: None)
+    with open(tmp_path / "file", "w") as regular:
+        if value == "regular":
+            value = str(regular.fileno())
+        monkeypatch.setenv(REPORT_REQUESTS_VARIABLE, value)
+        with pytest.raises(ChannelError, match=said):
+            register("/ns/node", lambda: None)
     assert report_requests._channel is None and REPORT_REQUESTS_VARIABLE not in os.environ
 
 
