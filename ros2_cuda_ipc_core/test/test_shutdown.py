@@ -224,8 +224,10 @@ raise SystemExit(run_node(Telling, []))
 
 
 def _events_executor_here() -> bool:
-    import rclpy.experimental
-
+    try:
+        import rclpy.experimental
+    except ImportError:  # Humble has no rclpy.experimental
+        return False
     return hasattr(rclpy.experimental, "EventsExecutor")
 
 

@@ -47,8 +47,10 @@ def _wait_for_preview(tmp_path: Path, runner: subprocess.Popen, timeout: float =
 
 
 def _events_executor_here() -> bool:
-    import rclpy.experimental
-
+    try:
+        import rclpy.experimental
+    except ImportError:  # Humble has no rclpy.experimental
+        return False
     return hasattr(rclpy.experimental, "EventsExecutor")
 
 
