@@ -47,11 +47,13 @@ def _wait_for_preview(tmp_path: Path, runner: subprocess.Popen, timeout: float =
 
 
 def _events_executor_here() -> bool:
-    try:
-        import rclpy.experimental
-    except ImportError:  # Humble has no rclpy.experimental
+    from ros2_cuda_ipc_core import executor_factory
+
+    try:  # core's own look-up: Humble has no rclpy.experimental, Jazzy's has no EventsExecutor
+        executor_factory("events")
+    except ValueError:
         return False
-    return hasattr(rclpy.experimental, "EventsExecutor")
+    return True
 
 
 @pytest.mark.timeout(240)
