@@ -53,3 +53,15 @@ def publishing(node: Any, message_type: type, topic: str) -> Iterator[Any]:
         yield publisher
     finally:
         node.destroy_publisher(publisher)
+
+
+def events_executor_unavailable() -> str | None:
+    """Why rclpy's C++ events executor cannot run here (Humble has no rclpy.experimental, Jazzy's has no
+    EventsExecutor), or None: core's own look-up, the one ``--executor events`` goes through."""
+    from ros2_cuda_ipc_core import executor_factory
+
+    try:
+        executor_factory("events")
+    except ValueError as exc:
+        return str(exc)
+    return None

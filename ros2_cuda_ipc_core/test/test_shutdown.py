@@ -8,6 +8,7 @@ import time
 
 import pytest
 import rclpy
+from spinning import events_executor_unavailable
 from std_msgs.msg import String
 
 from ros2_cuda_ipc_core import run_nodes
@@ -223,22 +224,12 @@ raise SystemExit(run_node(Telling, []))
 """
 
 
-def _events_executor_here() -> bool:
-    from ros2_cuda_ipc_core import executor_factory
-
-    try:  # core's own look-up: Humble has no rclpy.experimental, Jazzy's has no EventsExecutor
-        executor_factory("events")
-    except ValueError:
-        return False
-    return True
-
-
 @pytest.mark.parametrize("name, kind", [("", "SingleThreadedExecutor"), ("single", "SingleThreadedExecutor"),
                                         ("multi", "MultiThreadedExecutor"), ("events", "EventsExecutor")])
 def test_a_node_process_spins_on_the_executor_its_environment_names(name, kind):
     """How a pipeline runner hands its --executor to node processes, which take only ROS arguments."""
-    if name == "events" and not _events_executor_here():
-        pytest.skip("this rclpy has no rclpy.experimental.EventsExecutor")
+    if name == "events" and (why := events_executor_unavailable()):
+        pytest.skip(why)
     env = {**os.environ, "ROS2_CUDA_IPC_EXECUTOR": name}
     done = subprocess.run([sys.executable, "-c", NAMES_ITS_EXECUTOR], env=env, capture_output=True, text=True,
                           timeout=60)

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from spinning import events_executor_unavailable
 
 from ros2_cuda_ipc_examples.pipelines.definitions import Pipeline, PipelineOptions
 from ros2_cuda_ipc_examples.pipelines.runner import PipelineFailed, failure_reasons, report_failure, run_pipeline
@@ -46,24 +47,14 @@ def _wait_for_preview(tmp_path: Path, runner: subprocess.Popen, timeout: float =
     assert (tmp_path / "preview.png").exists(), "the pipeline never ran"
 
 
-def _events_executor_here() -> bool:
-    from ros2_cuda_ipc_core import executor_factory
-
-    try:  # core's own look-up: Humble has no rclpy.experimental, Jazzy's has no EventsExecutor
-        executor_factory("events")
-    except ValueError:
-        return False
-    return True
-
-
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("how", [[], ["--executor", "events"], ["--executor", "events", "--compose"]],
                          ids=["single", "events", "events-composed"])
 def test_ctrl_c_counts_every_checked_frame_as_published_even_when_started_with_sigint_ignored(tmp_path, how):
     """On every executor: the last reports come over the runner's request pipes (the C++ events executor takes
     no guard conditions)."""
-    if how and not _events_executor_here():
-        pytest.skip("this rclpy has no rclpy.experimental.EventsExecutor")
+    if how and (why := events_executor_unavailable()):
+        pytest.skip(why)
     runner = subprocess.Popen([*PIPELINE, "fanout", "--size", "160x120", "--fps", "15", "--memory", "host", "--out",
                                str(tmp_path), "--namespace", f"/ctrl_c_counts_{len(how)}", *how],
                               stdout=subprocess.PIPE,
