@@ -1,8 +1,8 @@
 """Test support (not shipped): a parser's cost measured against its input's size, for property tests.
 
 Issue 35's rule: a parser of outside input (a DDS message, a file, an argument) costs at most a constant times the
-input's size, plus a constant.  :func:`measure` runs a parse and notes its CPU time (``time.process_time``: this
-process's own, so a loaded machine does not move it much), then again under ``tracemalloc`` for its peak of
+input's size, plus a constant.  :func:`measure` runs a parse and notes its CPU time (``time.thread_time``: the
+calling thread's own, with the collector held off meanwhile), then again under ``tracemalloc`` for its peak of
 allocated bytes; :meth:`Cost.assert_within` checks both against ``per_byte * size + fixed``.  The bounds are loose on
 purpose, hundreds of times what a parse takes here: they catch a cost that grows with a field's value (a count,
 a length the message only states), which a fixed-size message makes thousands of times the bound.
@@ -10,6 +10,7 @@ a length the message only states), which a fixed-size message makes thousands of
 
 from __future__ import annotations
 
+import gc
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -45,9 +46,18 @@ def measure(parse: Callable[[], Any], expected: tuple[type[BaseException], ...] 
     """Run ``parse()`` twice, as it must be repeatable (a fresh parser each call): once for its CPU time, once under
     tracemalloc (which slows it several times) for its peak; what the first returned (or the ``expected`` exception it
     raised) and what it cost."""
-    start_cpu = time.process_time()
-    result = _outcome(parse, expected)
-    cpu_s = time.process_time() - start_cpu
+    # The thread's CPU, not the process's: a node's DDS threads (discovery, a test's other nodes) ran in the process
+    # time, and once made a 13-byte parse "take" 0.2 s.  No collection either: a full one walks the whole test
+    # process's heap, which is not the parse's cost.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        start_cpu = time.thread_time()
+        result = _outcome(parse, expected)
+        cpu_s = time.thread_time() - start_cpu
+    finally:
+        if collecting:
+            gc.enable()
     was_tracing = tracemalloc.is_tracing()
     if not was_tracing:
         tracemalloc.start()
