@@ -8,6 +8,7 @@ import itertools
 import os
 import subprocess
 import sys
+import threading
 import tracemalloc
 
 import pytest
@@ -150,3 +151,28 @@ def test_each_start_of_a_child_restarts_included_gets_a_pipe_of_its_own(tmp_path
     lines = [line for line in (tmp_path / "node.log").read_text().splitlines() if line.startswith("True ")]
     assert len(lines) == 2 and lines[0].split()[1] != lines[1].split()[1], lines  # two pipes (inodes)
     assert all(line.endswith("b'/ns/node\\n'") for line in lines), lines
+
+
+def test_a_non_blocking_read_end_is_waited_on_not_given_up():
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    try:
+        chunks = report_requests._chunks(read_end)
+        timer = threading.Timer(0.2, lambda: os.write(write_end, b"/ns/a\n"))
+        timer.start()
+        assert next(chunks) == b"/ns/a\n"  # before: BlockingIOError ended the reader at once
+        timer.join()
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_a_pipe_that_fails_is_said_once(caplog):
+    write_only = os.open(os.devnull, os.O_WRONLY)  # reading it fails (EBADF), and its number stays this test's
+    try:
+        assert list(report_requests._chunks(write_only)) == []
+    finally:
+        os.close(write_only)
+    said = [record.getMessage() for record in caplog.records]
+    assert said == ["report requests: reading the runner's pipe failed (Bad file descriptor); no more requests are "
+                    "read"], said

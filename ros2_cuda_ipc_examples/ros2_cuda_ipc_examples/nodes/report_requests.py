@@ -14,7 +14,9 @@ thread and nothing to read.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import select
 import stat
 import threading
 from collections.abc import Callable, Iterator
@@ -119,13 +121,19 @@ def _name(line: bytes, limit: int) -> str | None:
 
 
 def _chunks(fd: int) -> Iterator[bytes]:
-    """What the pipe gives until EOF (the runner closed it or died) or an error."""
+    """What the pipe gives until EOF (the runner closed it or died) or an error, which is said once: the node then
+    reports on its timer only, and a runner's last reports may be a second old."""
     while True:
         try:
             chunk = os.read(fd, _CHUNK)
         except InterruptedError:
             continue
-        except OSError:
+        except BlockingIOError:  # a read end made non-blocking: wait for it rather than end
+            select.select([fd], [], [])
+            continue
+        except OSError as exc:
+            logging.getLogger(__name__).warning("report requests: reading the runner's pipe failed (%s); no more "
+                                                "requests are read", exc.strerror)
             return
         if not chunk:
             return
