@@ -39,6 +39,17 @@ def test_a_bad_argument_is_refused_before_anything_starts(args, said, tmp_path):
     print(f"refused in {took:.1f} s")  # shown with -s; no timing assertion on a loaded machine
 
 
+def test_an_executor_this_rclpy_lacks_is_refused_before_anything_starts(tmp_path):
+    """Jazzy's rclpy has no C++ events executor: one usage line, not every node process failing after its start."""
+    if events_executor_unavailable() is None:
+        pytest.skip("this rclpy has the events executor: nothing to refuse")
+    out = subprocess.run([*PIPELINE, "fanout", "--memory", "host", "--executor", "events"], capture_output=True,
+                         text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith("pipeline: error: argument --executor: executor 'events'")
+    assert not (tmp_path / "pipeline-output" / "logs").exists()
+
+
 def _wait_for_preview(tmp_path: Path, runner: subprocess.Popen, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not (tmp_path / "preview.png").exists():

@@ -8,7 +8,6 @@ import itertools
 import os
 import subprocess
 import sys
-import threading
 import tracemalloc
 
 import pytest
@@ -144,26 +143,48 @@ def test_each_start_of_a_child_restarts_included_gets_a_pipe_of_its_own(tmp_path
     which comes when the runner closes its write end (no child holds a write end, not even the one started
     while the first's pipe was open)."""
     key = bytes(32)
-    first = _start("node", [sys.executable, "-c", SHOW_PIPE], tmp_path, key)
-    again = _start("node", [sys.executable, "-c", SHOW_PIPE], tmp_path, key, "a")
-    for child in (first, again):
-        assert child.requests.ask("/ns/node")
-        child.requests.close()  # EOF after the line: the child's reading ends
-        assert child.process.wait(timeout=30) == 0
+    children = [_start("node", [sys.executable, "-c", SHOW_PIPE], tmp_path, key)]
+    try:
+        children.append(_start("node", [sys.executable, "-c", SHOW_PIPE], tmp_path, key, "a"))
+        for child in children:
+            assert child.requests.ask("/ns/node")
+            child.requests.close()  # EOF after the line: the child's reading ends
+            assert child.process.wait(timeout=30) == 0
+    finally:  # a failed assertion leaves no child or pipe behind
+        for child in children:
+            child.process.kill()
+            child.process.wait()
+            child.requests.close()
     lines = [line for line in (tmp_path / "node.log").read_text().splitlines() if line.startswith("True ")]
     assert len(lines) == 2 and lines[0].split()[1] != lines[1].split()[1], lines  # two pipes (inodes)
     assert all(line.endswith("b'/ns/node\\n'") for line in lines), lines
 
 
-def test_a_non_blocking_read_end_is_waited_on_not_given_up():
+def test_the_read_end_taken_is_made_blocking_and_not_inheritable(monkeypatch):
+    """A non-blocking read end ended the reader at its first empty read (BlockingIOError)."""
     read_end, write_end = os.pipe()
     os.set_blocking(read_end, False)
+    os.set_inheritable(read_end, True)
+    monkeypatch.setenv(REPORT_REQUESTS_VARIABLE, str(read_end))
     try:
-        chunks = report_requests._chunks(read_end)
-        timer = threading.Timer(0.2, lambda: os.write(write_end, b"/ns/a\n"))
-        timer.start()
-        assert next(chunks) == b"/ns/a\n"  # before: BlockingIOError ended the reader at once
-        timer.join()
+        assert report_requests._channel_from_environment() == read_end
+        assert os.get_blocking(read_end) and not os.get_inheritable(read_end)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+@pytest.mark.parametrize("end", ["stdin", "write end"])
+def test_a_standard_stream_or_a_write_end_is_refused(monkeypatch, end):
+    """A stale or mistaken number must not take the process's own stdin (a pipe under ``cmd | node``) or another
+    pipe's write end, which the reader would close when reading it failed."""
+    read_end, write_end = os.pipe()
+    try:
+        monkeypatch.setenv(REPORT_REQUESTS_VARIABLE, "0" if end == "stdin" else str(write_end))
+        said = "is a standard stream" if end == "stdin" else "is not a pipe's read end"
+        with pytest.raises(ChannelError, match=said):
+            report_requests._channel_from_environment()
+        assert os.get_inheritable(write_end) is False and os.fstat(write_end)  # left as it was, open
     finally:
         os.close(read_end)
         os.close(write_end)

@@ -14,9 +14,9 @@ thread and nothing to read.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
-import select
 import stat
 import threading
 from collections.abc import Callable, Iterator
@@ -74,18 +74,27 @@ def register(name: str, trigger: Callable[[], None]) -> Registration | None:
 
 
 def _channel_from_environment() -> int | None:
-    """The pipe's fd, taken out of the environment and made non-inheritable (a process this one starts must not
-    read a number that names another file there); None when the variable is not set."""
+    """The pipe's read end, taken out of the environment, made non-inheritable (a process this one starts must not
+    read a number that names another file there) and blocking; None when the variable is not set.
+
+    Only a read-only pipe above the standard streams is taken: a stale or mistaken number could name this process's
+    stdin or stdout (a pipe when it runs under ``| tee``) or another pipe's write end, which the reader would then
+    close when its reading fails."""
     text = os.environ.pop(REPORT_REQUESTS_VARIABLE, None)
     if text is None:
         return None
     if not (text.isascii() and text.isdigit() and len(text) <= 6):
         raise ChannelError(f"{REPORT_REQUESTS_VARIABLE}={text[:20]!r} is not a file descriptor number")
     fd = int(text)
+    if fd < 3:
+        raise ChannelError(f"{REPORT_REQUESTS_VARIABLE}={fd} is a standard stream, not the runner's pipe")
     try:
         if not stat.S_ISFIFO(os.fstat(fd).st_mode):
             raise ChannelError(f"{REPORT_REQUESTS_VARIABLE}={fd} is not a pipe")
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY:
+            raise ChannelError(f"{REPORT_REQUESTS_VARIABLE}={fd} is not a pipe's read end")
         os.set_inheritable(fd, False)
+        os.set_blocking(fd, True)
     except OSError as exc:
         raise ChannelError(f"{REPORT_REQUESTS_VARIABLE}={fd}: {exc.strerror}") from None
     return fd
@@ -127,9 +136,6 @@ def _chunks(fd: int) -> Iterator[bytes]:
         try:
             chunk = os.read(fd, _CHUNK)
         except InterruptedError:
-            continue
-        except BlockingIOError:  # a read end made non-blocking: wait for it rather than end
-            select.select([fd], [], [])
             continue
         except OSError as exc:
             logging.getLogger(__name__).warning("report requests: reading the runner's pipe failed (%s); no more "

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, EXECUTORS, check_reuse_delay
+from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, EXECUTORS, check_reuse_delay, executor_factory
 
 from ..nodes.arrays import MemoryChoiceError, choose_memory
 from .definitions import DEFAULT_SIZES, ELEMENT_BYTES, MAX_FRAME_BYTES, MIN_SIZES, PipelineOptions
@@ -143,6 +143,10 @@ def pipeline_options(parser: argparse.ArgumentParser, args: argparse.Namespace,
     _check_out_dir(parser, args.out)
     if args.blocks < 2:
         parser.error(f"argument --blocks: a pool needs at least 2 blocks, not {args.blocks}")
+    try:  # here, not in every node process after it started: Jazzy's rclpy has no events executor
+        executor_factory(args.executor)
+    except ValueError as exc:
+        parser.error(f"argument --executor: {exc}")
     return PipelineOptions(size[0], size[1], fps, memory, namespace=namespace, out_dir=args.out,
                            block_count=args.blocks, reuse_delay=args.reuse_delay), why
 
