@@ -56,8 +56,8 @@ def publishing(node: Any, message_type: type, topic: str) -> Iterator[Any]:
 
 
 def events_executor_unavailable() -> str | None:
-    """Why rclpy's C++ events executor cannot run here (Humble has no rclpy.experimental, Jazzy's has no
-    EventsExecutor), or None: core's own look-up, the one ``--executor events`` goes through."""
+    """Why rclpy's C++ events executor cannot run here (Humble's rclpy has no rclpy.experimental; Jazzy's 7.1 and
+    Kilted's have it), or None: core's own look-up, the one ``--executor events`` goes through."""
     from ros2_cuda_ipc_core import executor_factory
 
     try:

@@ -40,7 +40,7 @@ def test_a_bad_argument_is_refused_before_anything_starts(args, said, tmp_path):
 
 
 def test_an_executor_this_rclpy_lacks_is_refused_before_anything_starts(tmp_path):
-    """Jazzy's rclpy has no C++ events executor: one usage line, not every node process failing after its start."""
+    """An rclpy without the C++ events executor (Humble's): one usage line, not every node process failing after its start."""
     if events_executor_unavailable() is None:
         pytest.skip("this rclpy has the events executor: nothing to refuse")
     out = subprocess.run([*PIPELINE, "fanout", "--memory", "host", "--executor", "events"], capture_output=True,

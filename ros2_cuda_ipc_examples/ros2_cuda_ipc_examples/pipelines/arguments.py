@@ -143,7 +143,7 @@ def pipeline_options(parser: argparse.ArgumentParser, args: argparse.Namespace,
     _check_out_dir(parser, args.out)
     if args.blocks < 2:
         parser.error(f"argument --blocks: a pool needs at least 2 blocks, not {args.blocks}")
-    try:  # here, not in every node process after it started: Jazzy's rclpy has no events executor
+    try:  # here, not in every node process after it started: Humble's rclpy has no events executor
         executor_factory(args.executor)
     except ValueError as exc:
         parser.error(f"argument --executor: {exc}")
