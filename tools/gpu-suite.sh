@@ -50,9 +50,11 @@ if [[ -z "$logs" ]] || { [[ -e "$logs" && ! -e "$logs/.gpu-suite" ]] && [[ -n "$
 fi
 started=$(date +%s)
 
-# A job is a file, a test id, or (--gpu-only) a file's selected ids, space-separated; its name is a file name.
-job_name() { local id=$1; [[ "$id" == *" "* ]] && id="${id%%::*}::selected"; id=${id//.py/}; echo "${id//[\/:\[\] ]/_}"; }
-label() { local words; read -r -a words <<< "$1"; (( ${#words[@]} > 1 )) && echo "${1%%::*} (${#words[@]} tests)" || echo "$1"; }
+# A job is a file, a test id, or (--gpu-only) a file's selected ids joined by SEP (ASCII's unit separator: a test id
+# may hold spaces, parametrized by text, so a space cannot part two ids); its name is a file name.
+SEP=$'\x1f'
+job_name() { local id=$1; [[ "$id" == *"$SEP"* ]] && id="${id%%::*}::selected"; id=${id//.py/}; id=${id//[^A-Za-z0-9._-]/_}; echo "${id:0:150}"; }
+label() { local words; IFS=$SEP read -r -a words <<< "$1"; (( ${#words[@]} > 1 )) && echo "${1%%::*} (${#words[@]} tests)" || echo "$1"; }
 # Processes that hold an NVIDIA device open (pid, state, command), this script's own jobs among them while they run.
 gpu_users() {
     local pid
@@ -97,13 +99,13 @@ elif (( gpu_only )); then
     (( ${#selected[@]} )) || { echo "gpu-suite.sh: --gpu-only selected no test (see: CUDA_VISIBLE_DEVICES= python -m pytest --collect-only -m cuda)" >&2; exit 1; }
     declare -A by_file=() by_exclusive=()
     for id in "${selected[@]}"; do
-        if is_exclusive "$id"; then by_exclusive[$(exclusive_of "$id")]+="$id "
+        if is_exclusive "$id"; then by_exclusive[$(exclusive_of "$id")]+="$id$SEP"
         elif is_slow "$id"; then files+=("$id")
-        else by_file[${id%%::*}]+="$id "; fi
+        else by_file[${id%%::*}]+="$id$SEP"; fi
     done
     mapfile -t grouped < <(printf '%s\n' "${!by_file[@]}" | sort)
-    for f in "${grouped[@]}"; do [[ -n "$f" ]] && files+=("${by_file[$f]% }"); done
-    for e in "${exclusive[@]}"; do [[ -n "${by_exclusive[$e]:-}" ]] && alone+=("${by_exclusive[$e]% }"); done
+    for f in "${grouped[@]}"; do [[ -n "$f" ]] && files+=("${by_file[$f]%"$SEP"}"); done
+    for e in "${exclusive[@]}"; do [[ -n "${by_exclusive[$e]:-}" ]] && alone+=("${by_exclusive[$e]%"$SEP"}"); done
 else
     present=(); for f in "${slow[@]}"; do [[ -f "$f" ]] && present+=("$f"); done
     # One collection for all of them (one pytest start, not fourteen).
@@ -111,9 +113,9 @@ else
                                                            "${present[@]}" 2>/dev/null | grep "::")
     while IFS= read -r f; do
         is_slow "$f" || is_exclusive "$f" || files+=("$f")
-    done < <(printf "%s\n" tools/test/test_*.py ros2_cuda_ipc_*/test/test_*.py | sort)
+    done < <(shopt -s nullglob; printf "%s\n" tools/test/test_*.py ros2_cuda_ipc_*/test/test_*.py | sort)
     kept=(); for f in "${files[@]}"; do is_exclusive "$f" || kept+=("$f"); done; files=("${kept[@]}")
-    alone=("${exclusive[@]}")
+    for f in "${exclusive[@]}"; do [[ -f "${f%%::*}" ]] && alone+=("$f"); done
 fi
 deselect=(); (( gpu_only )) || for id in "${exclusive[@]}"; do deselect+=(--deselect "$id"); done
 
@@ -126,23 +128,41 @@ echo "gpu-suite: ${#files[@]} parallel jobs$( (( gpu_only )) && echo " (--gpu-on
 users=$(gpu_users)
 [[ -z "$users" ]] || printf 'gpu-suite: already holding the GPU before the first job (their load and their DDS traffic\nmeet the tests; a hang in an earlier run leaves such processes):\n%s\n' "$users"
 
-# ROS domains 60 and up, one per running job: a job takes the first free slot (mkdir is atomic) and frees it
-# at its end, so the domains stay below 101 (higher ones reach into Linux's ephemeral ports) however many jobs.
+# ROS domains 60 to 89, one per running job: a job takes the first free slot (mkdir is atomic) and frees it at its
+# end (below 101: higher ones reach into Linux's ephemeral ports; 96 is a test's own). The exclusive jobs run on
+# domains 50 and down, which no earlier job used: a participant an earlier job left (a pipeline's node runs in a
+# session of its own) cannot leave during their teardown, which is Fast DDS 3.2's deletion deadlock (decisions.md).
+alone_domain=""
 run_job() {  # run_job INDEX NAME SECONDS PYTEST_ARGS...: one pytest on a free ROS domain, in its own process group
-    local index=$1 name=$2 seconds=$3 slot=0 group rc begin left; shift 3
-    until mkdir "$logs/slot_$slot" 2>/dev/null; do slot=$(( (slot + 1) % 41 )); done
+    local index=$1 name=$2 seconds=$3 slot=0 domain group rc begin left; shift 3
+    until mkdir "$logs/slot_$slot" 2>/dev/null; do slot=$(( (slot + 1) % 30 )); done
+    domain=${alone_domain:-$(( 60 + slot ))}
     begin=$(date +%s)
     # timeout makes itself a process group leader: the job's group is its pid. SIGINT first, so pytest prints where
-    # it was and what ran; SIGKILL 10 s later.
-    PYTHONUNBUFFERED=1 ROS_DOMAIN_ID=$(( 60 + slot )) timeout -s INT -k 10 "$seconds" python -m pytest -q -rfEs -p no:cacheprovider \
-        --basetemp="$temp_root/$index" "$@" > "$logs/$name.log" 2>&1 &
+    # it was and what ran; SIGKILL 10 s later. faulthandler_timeout: a test still running after 60 s writes every
+    # thread's Python stack into the log from a C thread, a hang that holds the GIL included.
+    PYTHONUNBUFFERED=1 ROS_DOMAIN_ID=$domain timeout -s INT -k 10 "$seconds" python -m pytest -q -rfEs -p no:cacheprovider \
+        -o faulthandler_timeout=60 --basetemp="$temp_root/$index" "$@" > "$logs/$name.log" 2>&1 &
     group=$!
     echo "$group" > "$logs/$name.group"
     wait "$group"; rc=$?
+    # What the job left: its process group, and what escaped it into a session of its own but still carries the
+    # job's domain (only this job has it until the slot is freed).
     left=$(ps -e -o pid=,pgid=,stat=,args= | awk -v g="$group" '$2 == g && $3 !~ /^Z/' | cut -c1-200)
     if [[ -n "$left" ]]; then
         printf '\ngpu-suite: still running when the job ended (killed now):\n%s\n' "$left" >> "$logs/$name.log"
         kill -KILL -- "-$group" 2>/dev/null
+    fi
+    left=$(grep -lazx "ROS_DOMAIN_ID=$domain" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3)
+    if [[ -n "$left" ]]; then
+        printf '\ngpu-suite: still running on its ROS domain %s in a session of its own (killed now):\n%s\n' "$domain" \
+            "$(ps -o pid=,stat=,args= -p "${left//$'\n'/,}" | cut -c1-200)" >> "$logs/$name.log"
+        kill -KILL $left 2>/dev/null
+    fi
+    # A failed job's own logs (a peer's steps and stacks, a pipeline's node logs), small files only.
+    if (( rc != 0 && rc != 5 )) && [[ -d "$temp_root/$index" ]]; then
+        (cd "$temp_root/$index" && find . -type f \( -name '*.log' -o -name '*.txt' -o -name '*.jsonl' \) -size -2M \
+            -print0 | tar --null -czf "$logs/$name.files.tgz" -T - 2>/dev/null)
     fi
     echo "$rc" > "$logs/$name.rc"
     echo $(( $(date +%s) - begin )) > "$logs/$name.seconds"
@@ -198,13 +218,17 @@ trap interrupted INT TERM
 
 planned=("${files[@]}" "${alone[@]}")
 names=(); slowest=()
-for f in "${planned[@]}"; do names+=("$(job_name "$f")"); done
+declare -A taken=()  # two ids may reduce to one name: the later gets its index
+for i in "${!planned[@]}"; do
+    name=$(job_name "${planned[$i]}"); [[ -n "${taken[$name]:-}" ]] && name="${name}_$(( i + 1 ))"
+    taken[$name]=1; names+=("$name")
+done
 running=0
 index=0
 for f in "${files[@]}"; do
     index=$(( index + 1 ))
     (( $(left_s) > 0 )) || break
-    read -r -a ids <<< "$f"
+    IFS=$SEP read -r -a ids <<< "$f"
     run_job "$index" "${names[$(( index - 1 ))]}" "$(job_seconds)" "${ids[@]}" "${deselect[@]}" "$@" &
     running=$(( running + 1 ))
     if (( running >= jobs )); then wait -n; running=$(( running - 1 )); fi
@@ -215,7 +239,8 @@ wait
 for id in "${alone[@]}"; do
     index=$(( index + 1 ))
     (( $(left_s) > 0 )) || break
-    read -r -a ids <<< "$id"
+    IFS=$SEP read -r -a ids <<< "$id"
+    alone_domain=$(( 50 - index + ${#files[@]} + 1 ))
     run_job "$index" "${names[$(( index - 1 ))]}" "$(job_seconds)" "${ids[@]}" --timeout 120 --timeout-method thread "$@"
 done
 summary

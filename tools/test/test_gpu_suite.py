@@ -61,3 +61,19 @@ def test_a_log_folder_it_did_not_make_is_not_emptied(tmp_path):
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "refusing to empty it" in refused.stderr, refused.stderr
     assert (tmp_path / "precious.txt").read_text() == "keep me"
+
+
+def test_test_ids_with_spaces_and_brackets_are_jobs_of_their_own(tmp_path):
+    """A slow file's tests are jobs of their own; ids parametrized by text hold spaces and brackets (the H200's run
+    of session 9 split such ids at their spaces: 60 jobs failed with "unrecognized arguments")."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")  # the fake checkout's root, not the one around it
+    slow = tmp_path / "ros2_cuda_ipc_tools" / "test" / "test_bag.py"
+    slow.parent.mkdir(parents=True)
+    slow.write_text('import pytest\n\n\n@pytest.mark.parametrize("text", ["--blocks 4", "must be >= 0, not inf", "[-1.0]",'
+                    ' "a\\nb"])\ndef test_text(text):\n    assert text\n')
+    suite = subprocess.Popen(["bash", str(SCRIPT), "-j", "2", "-T", "200", "-o", str(tmp_path / "logs")],
+                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = suite.communicate(timeout=240)[0]
+    assert suite.returncode == 0, out
+    assert out.rstrip().splitlines()[-1].startswith("gpu-suite: 4 of 4 jobs passed"), out
+    assert len(list((tmp_path / "logs").glob("*.log"))) == 4, out  # a log each: no two ids share a name
