@@ -128,7 +128,7 @@ echo "gpu-suite: ${#files[@]} parallel jobs$( (( gpu_only )) && echo " (--gpu-on
 users=$(gpu_users)
 [[ -z "$users" ]] || printf 'gpu-suite: already holding the GPU before the first job (their load and their DDS traffic\nmeet the tests; a hang in an earlier run leaves such processes):\n%s\n' "$users"
 
-# ROS domains 60 to 89, one per running job: a job takes the first free slot (mkdir is atomic) and frees it at its
+# ROS domains 60 to 89 (GPU_SUITE_DOMAINS moves the 60: a test running this script beside the suite), one per running job: a job takes the first free slot (mkdir is atomic) and frees it at its
 # end (below 101: higher ones reach into Linux's ephemeral ports; 96 is a test's own). The exclusive jobs run on
 # domains 50 and down, which no earlier job used: a participant an earlier job left (a pipeline's node runs in a
 # session of its own) cannot leave during their teardown, which is Fast DDS 3.2's deletion deadlock (decisions.md).
@@ -136,26 +136,27 @@ alone_domain=""
 run_job() {  # run_job INDEX NAME SECONDS PYTEST_ARGS...: one pytest on a free ROS domain, in its own process group
     local index=$1 name=$2 seconds=$3 slot=0 domain group rc begin left; shift 3
     until mkdir "$logs/slot_$slot" 2>/dev/null; do slot=$(( (slot + 1) % 30 )); done
-    domain=${alone_domain:-$(( 60 + slot ))}
+    domain=${alone_domain:-$(( ${GPU_SUITE_DOMAINS:-60} + slot ))}
     begin=$(date +%s)
     # timeout makes itself a process group leader: the job's group is its pid. SIGINT first, so pytest prints where
     # it was and what ran; SIGKILL 10 s later. faulthandler_timeout: a test still running after 60 s writes every
     # thread's Python stack into the log from a C thread, a hang that holds the GIL included.
-    PYTHONUNBUFFERED=1 ROS_DOMAIN_ID=$domain timeout -s INT -k 10 "$seconds" python -m pytest -q -rfEs -p no:cacheprovider \
+    GPU_SUITE_JOB="$$:$index" PYTHONUNBUFFERED=1 ROS_DOMAIN_ID=$domain timeout -s INT -k 10 "$seconds" python -m pytest -q -rfEs -p no:cacheprovider \
         -o faulthandler_timeout=60 --basetemp="$temp_root/$index" "$@" > "$logs/$name.log" 2>&1 &
     group=$!
     echo "$group" > "$logs/$name.group"
     wait "$group"; rc=$?
     # What the job left: its process group, and what escaped it into a session of its own but still carries the
-    # job's domain (only this job has it until the slot is freed).
+    # job's mark in its environment (GPU_SUITE_JOB: this run's and this job's own, whatever ROS domain a test set;
+    # a suite a test runs marks its own jobs, so it cannot take this run's).
     left=$(ps -e -o pid=,pgid=,stat=,args= | awk -v g="$group" '$2 == g && $3 !~ /^Z/' | cut -c1-200)
     if [[ -n "$left" ]]; then
         printf '\ngpu-suite: still running when the job ended (killed now):\n%s\n' "$left" >> "$logs/$name.log"
         kill -KILL -- "-$group" 2>/dev/null
     fi
-    left=$(grep -lazx "ROS_DOMAIN_ID=$domain" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3)
+    left=$(grep -lazx "GPU_SUITE_JOB=$$:$index" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3)
     if [[ -n "$left" ]]; then
-        printf '\ngpu-suite: still running on its ROS domain %s in a session of its own (killed now):\n%s\n' "$domain" \
+        printf '\ngpu-suite: still running in a session of its own (killed now):\n%s\n' \
             "$(ps -o pid=,stat=,args= -p "${left//$'\n'/,}" | cut -c1-200)" >> "$logs/$name.log"
         kill -KILL $left 2>/dev/null
     fi
@@ -234,6 +235,9 @@ for f in "${files[@]}"; do
     if (( running >= jobs )); then wait -n; running=$(( running - 1 )); fi
 done
 wait
+# The machine as the exclusive files find it: a busy one (what a job left that no sweep knew) slows all three.
+printf 'gpu-suite: before the exclusive files: load average %s; the busiest processes:\n%s\n' \
+    "$(cut -d' ' -f1-3 /proc/loadavg)" "$(ps -e -o pid=,pcpu=,stat=,etimes=,args= --sort=-pcpu | head -6 | cut -c1-160)"
 # Each test of these at most 120 s, its threads' stacks dumped if it gets there (the viewer's GPU file once
 # hung past 90 s after the others had run): a hang is then a finding with a place, not a lost call.
 for id in "${alone[@]}"; do

@@ -4,6 +4,7 @@ processes gone, the summary so far, exit code 0, PARTIAL said)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -13,9 +14,13 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tools" / "gpu-suite.sh"
 
 
-def _suite(*args: str, logs: Path) -> subprocess.Popen:
-    return subprocess.Popen(["bash", str(SCRIPT), "-o", str(logs), *args], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+#: The script's jobs here run on ROS domains 20 and up, not on the 60 and up of a suite that runs this test.
+ENV = {**os.environ, "GPU_SUITE_DOMAINS": "20"}
+
+
+def _suite(*args: str, logs: Path, cwd: Path = ROOT) -> subprocess.Popen:
+    return subprocess.Popen(["bash", str(SCRIPT), "-o", str(logs), *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=ENV)
 
 
 def test_the_script_parses():
@@ -71,9 +76,28 @@ def test_test_ids_with_spaces_and_brackets_are_jobs_of_their_own(tmp_path):
     slow.parent.mkdir(parents=True)
     slow.write_text('import pytest\n\n\n@pytest.mark.parametrize("text", ["--blocks 4", "must be >= 0, not inf", "[-1.0]",'
                     ' "a\\nb"])\ndef test_text(text):\n    assert text\n')
-    suite = subprocess.Popen(["bash", str(SCRIPT), "-j", "2", "-T", "200", "-o", str(tmp_path / "logs")],
-                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    suite = _suite("-j", "2", "-T", "200", logs=tmp_path / "logs", cwd=tmp_path)
     out = suite.communicate(timeout=240)[0]
     assert suite.returncode == 0, out
     assert out.rstrip().splitlines()[-1].startswith("gpu-suite: 4 of 4 jobs passed"), out
     assert len(list((tmp_path / "logs").glob("*.log"))) == 4, out  # a log each: no two ids share a name
+
+
+def test_what_a_job_leaves_in_a_session_of_its_own_is_listed_and_killed(tmp_path):
+    """A pipeline's nodes run in sessions of their own: a job's process group does not hold them, its mark does."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    test = tmp_path / "ros2_cuda_ipc_core" / "test" / "test_leaves.py"
+    test.parent.mkdir(parents=True)
+    marker = tmp_path / "left.pid"
+    test.write_text("import subprocess\n\n\ndef test_leaves():\n"
+                    "    left = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+                    f"    open({str(marker)!r}, 'w').write(str(left.pid))\n")
+    out = _suite("-j", "1", "-T", "100", logs=tmp_path / "logs", cwd=tmp_path).communicate(timeout=200)[0]
+    assert "gpu-suite: 1 of 1 jobs passed" in out, out
+    pid = int(marker.read_text())
+    log = (tmp_path / "logs" / "ros2_cuda_ipc_core_test_test_leaves.log").read_text()
+    assert "still running in a session of its own (killed now)" in log and f"{pid} " in log, log
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]:
+        assert time.monotonic() < deadline, f"sleep {pid} still runs"
+        time.sleep(0.1)
