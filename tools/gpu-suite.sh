@@ -11,8 +11,8 @@
 # hidden: CUDA_VISIBLE_DEVICES=), the CUDA pipelines among them; default budget 180 s.
 # -f runs only the files named (a quick check of the script itself).
 # JOBS (default: CPU cores / 2, at least 2) files run at once, the longest-running files first so the tail is
-# short; then the exclusive files (the device-wide test alone, then the GL and tensor files together). -T (default
-# 420 s) bounds the call: a job gets at most what is left, and a job not started in time is listed as not run (the results are then partial).
+# short; then the exclusive files, alone, one at a time. -T (default 420 s) bounds the call: a job gets at most
+# what is left, and a job not started in time is listed as not run (the results are then partial).
 # Exit status 0 when every job passed (skips are fine), else 1; Ctrl-C or SIGTERM ends it within a second with
 # exit status 0, saying its results are partial. The per-job lines (with seconds), the slowest jobs, the failing
 # jobs' last lines and the processes holding the GPU end the output. Run from the repository root with the
@@ -75,9 +75,10 @@ slow=(ros2_cuda_ipc_tools/test/test_bag.py ros2_cuda_ipc_examples/test/test_soak
       tools/test/test_readme_snippets.py ros2_cuda_ipc_examples/test/test_upstream.py
       ros2_cuda_ipc_examples/test/test_benchmark.py ros2_cuda_ipc_examples/test/test_components.py
       ros2_cuda_ipc_tools/test/test_bag_hostile.py ros2_cuda_ipc_image/test/test_image_direct.py)
-# Run after the others: first, alone, a test that measures the whole device (its free memory moves by running
-# siblings' allocations too); then, together, the GL viewer's and the tensor's GPU files (with ten siblings loading
-# the CPUs and the GPU their files ran past 300 s where alone they take under 40 s: run 21; two siblings do not).
+# Run alone after the others, one at a time: a test that measures the whole device (its free memory moves by
+# running siblings' allocations too), and the GL viewer's and the tensor's GPU files (with ten siblings loading
+# the CPUs and the GPU their files ran past 300 s where alone they take under 40 s: run 21; run together, the three
+# took 75-83 s and did not finish, where one after the other takes about 90 s: session 9).
 exclusive=(ros2_cuda_ipc_core/test/test_cuda.py::test_50_closed_cuda_pools_give_back_gpu_memory_and_fds
            ros2_cuda_ipc_tools/test/test_viewer.py ros2_cuda_ipc_tools/test/test_viewer_cuda.py
            ros2_cuda_ipc_tensor/test/test_tensor_cuda.py)
@@ -245,11 +246,6 @@ for id in "${alone[@]}"; do
     (( $(left_s) > 0 )) || break
     IFS=$SEP read -r -a ids <<< "$id"
     alone_domain=$(( 50 - index + ${#files[@]} + 1 ))
-    if [[ "$id" == "${exclusive[0]}"* ]]; then
-        run_job "$index" "${names[$(( index - 1 ))]}" "$(job_seconds)" "${ids[@]}" --timeout 120 --timeout-method thread "$@"
-    else
-        run_job "$index" "${names[$(( index - 1 ))]}" "$(job_seconds)" "${ids[@]}" --timeout 120 --timeout-method thread "$@" &
-    fi
+    run_job "$index" "${names[$(( index - 1 ))]}" "$(job_seconds)" "${ids[@]}" --timeout 120 --timeout-method thread "$@"
 done
-wait
 summary
