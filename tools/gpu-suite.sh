@@ -19,7 +19,7 @@
 # workspace's environment sourced.
 set -u -o pipefail
 
-jobs=$(( $(nproc) / 2 )); (( jobs < 2 )) && jobs=2
+jobs=$(( $(nproc) / 2 )); (( jobs < 2 )) && jobs=2; (( jobs > 30 )) && jobs=30
 per_file=420
 budget=""
 logs=gpu-suite-logs
@@ -42,7 +42,11 @@ done
 for n in "$jobs" "$per_file" "$budget"; do
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "gpu-suite.sh: -j, -t and -T take positive integers" >&2; exit 2; }
 done
-(( jobs <= 40 )) || { echo "gpu-suite.sh: at most 40 jobs at once (ROS domains 60-100)" >&2; exit 2; }
+domains=${GPU_SUITE_DOMAINS:-60}
+[[ "$domains" =~ ^[0-9]{1,3}$ ]] && (( (domains >= 51 && domains <= 66) || domains <= 10 )) ||
+    { echo "gpu-suite.sh: GPU_SUITE_DOMAINS must be 0-10 or 51-66 (30 domains from it, below 96, a test's" \
+           "own, and clear of the exclusive files' 40-50)" >&2; exit 2; }
+(( jobs <= 30 )) || { echo "gpu-suite.sh: at most 30 jobs at once (one ROS domain each, $domains-$(( domains + 29 )))" >&2; exit 2; }
 # The log folder is emptied first: only one this script made (or an empty or new one), never a folder of other files.
 if [[ -z "$logs" ]] || { [[ -e "$logs" && ! -e "$logs/.gpu-suite" ]] && [[ -n "$(ls -A "$logs" 2>/dev/null)" || ! -d "$logs" ]]; }; then
     echo "gpu-suite.sh: -o '$logs' is not a log folder of this script (nor empty, nor new): refusing to empty it" >&2
@@ -54,6 +58,8 @@ started=$(date +%s)
 # may hold spaces, parametrized by text, so a space cannot part two ids); its name is a file name.
 SEP=$'\x1f'
 job_name() { local id=$1; [[ "$id" == *"$SEP"* ]] && id="${id%%::*}::selected"; id=${id//.py/}; id=${id//[^A-Za-z0-9._-]/_}; echo "${id:0:150}"; }
+# The pids whose environment holds a line matching the extended regex $1 whole (a job's mark).
+marked() { grep -lazxE "$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3; }
 label() { local words; IFS=$SEP read -r -a words <<< "$1"; (( ${#words[@]} > 1 )) && echo "${1%%::*} (${#words[@]} tests)" || echo "$1"; }
 # Processes that hold an NVIDIA device open (pid, state, command), this script's own jobs among them while they run.
 gpu_users() {
@@ -112,6 +118,10 @@ else
     # One collection for all of them (one pytest start, not fourteen).
     (( ${#present[@]} )) && while IFS= read -r id; do files+=("$id"); done < <(python -m pytest -q --collect-only \
                                                            -p no:cacheprovider "${present[@]}" 2>/dev/null | grep "::")
+    # A slow file that gave no ids (it does not import, say) is a job of its own, so its error is a failing job.
+    for f in "${present[@]}"; do
+        [[ " ${files[*]} " == *" $f::"* ]] || files+=("$f")
+    done
     while IFS= read -r f; do
         is_slow "$f" || is_exclusive "$f" || files+=("$f")
     done < <(shopt -s nullglob; printf "%s\n" tools/test/test_*.py ros2_cuda_ipc_*/test/test_*.py | sort)
@@ -129,15 +139,16 @@ echo "gpu-suite: ${#files[@]} parallel jobs$( (( gpu_only )) && echo " (--gpu-on
 users=$(gpu_users)
 [[ -z "$users" ]] || printf 'gpu-suite: already holding the GPU before the first job (their load and their DDS traffic\nmeet the tests; a hang in an earlier run leaves such processes):\n%s\n' "$users"
 
-# ROS domains 60 to 89 (GPU_SUITE_DOMAINS moves the 60: a test running this script beside the suite), one per running job: a job takes the first free slot (mkdir is atomic) and frees it at its
-# end (below 101: higher ones reach into Linux's ephemeral ports; 96 is a test's own). The exclusive jobs run on
+# ROS domains 60 to 89 (GPU_SUITE_DOMAINS moves the 60: a test running this script beside the suite), one per
+# running job: a job takes the first free slot (mkdir is atomic) and frees it at its end (below 96: a test's own;
+# above 100 they reach into Linux's ephemeral ports). The exclusive jobs run on
 # domains 50 and down, which no earlier job used: a participant an earlier job left (a pipeline's node runs in a
 # session of its own) cannot leave during their teardown, which is Fast DDS 3.2's deletion deadlock (decisions.md).
 alone_domain=""
 run_job() {  # run_job INDEX NAME SECONDS PYTEST_ARGS...: one pytest on a free ROS domain, in its own process group
     local index=$1 name=$2 seconds=$3 slot=0 domain group rc begin left; shift 3
-    until mkdir "$logs/slot_$slot" 2>/dev/null; do slot=$(( (slot + 1) % 30 )); done
-    domain=${alone_domain:-$(( ${GPU_SUITE_DOMAINS:-60} + slot ))}
+    until mkdir "$logs/slot_$slot" 2>/dev/null; do slot=$(( (slot + 1) % 30 )); (( slot )) || sleep 0.1; done
+    domain=${alone_domain:-$(( domains + slot ))}
     begin=$(date +%s)
     # timeout makes itself a process group leader: the job's group is its pid. SIGINT first, so pytest prints where
     # it was and what ran; SIGKILL 10 s later. faulthandler_timeout: a test still running after 60 s writes every
@@ -155,7 +166,8 @@ run_job() {  # run_job INDEX NAME SECONDS PYTEST_ARGS...: one pytest on a free R
         printf '\ngpu-suite: still running when the job ended (killed now):\n%s\n' "$left" >> "$logs/$name.log"
         kill -KILL -- "-$group" 2>/dev/null
     fi
-    left=$(grep -lazx "GPU_SUITE_JOB=$$:$index" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3)
+    left=$(marked "GPU_SUITE_JOB=$$:$index" | while read -r pid; do
+               [[ "$(ps -o pgid= -p "$pid" 2>/dev/null | tr -d ' ')" == "$group" ]] || echo "$pid"; done)
     if [[ -n "$left" ]]; then
         printf '\ngpu-suite: still running in a session of its own (killed now):\n%s\n' \
             "$(ps -o pid=,stat=,args= -p "${left//$'\n'/,}" | cut -c1-200)" >> "$logs/$name.log"
@@ -212,6 +224,8 @@ interrupted() {  # Ctrl-C or SIGTERM: every job's process group killed, the summ
     trap '' INT TERM
     local g
     for g in "$logs"/*.group; do [[ -f "$g" ]] && kill -KILL -- "-$(cat "$g")" 2>/dev/null; done
+    # and whatever this run's jobs started in sessions of their own (or started before their group was written)
+    kill -KILL $(marked "GPU_SUITE_JOB=$$:[0-9]+") 2>/dev/null
     summary interrupted  # without waiting for the jobs' own ends: those killed show as STOPPED
     echo "gpu-suite: interrupted: the results above are PARTIAL"
     exit 0

@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tools" / "gpu-suite.sh"
 
 
-#: The script's jobs here run on ROS domains 20 and up, not on the 60 and up of a suite that runs this test.
-ENV = {**os.environ, "GPU_SUITE_DOMAINS": "20"}
+#: The script's jobs here run on ROS domains 10 and up, not on the 60 and up of a suite that runs this test.
+ENV = {**os.environ, "GPU_SUITE_DOMAINS": "10"}
 
 
 def _suite(*args: str, logs: Path, cwd: Path = ROOT) -> subprocess.Popen:
@@ -101,3 +101,21 @@ def test_what_a_job_leaves_in_a_session_of_its_own_is_listed_and_killed(tmp_path
     while Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]:
         assert time.monotonic() < deadline, f"sleep {pid} still runs"
         time.sleep(0.1)
+
+
+def test_a_slow_file_that_does_not_import_is_a_failing_job_not_a_missing_one(tmp_path):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    slow = tmp_path / "ros2_cuda_ipc_tools" / "test" / "test_bag.py"
+    slow.parent.mkdir(parents=True)
+    slow.write_text("import no_such_module_here\n\n\ndef test_never():\n    pass\n")
+    suite = _suite("-j", "1", "-T", "100", logs=tmp_path / "logs", cwd=tmp_path)
+    out = suite.communicate(timeout=200)[0]
+    assert suite.returncode == 1, out
+    assert any(line.startswith("FAIL") and "ros2_cuda_ipc_tools/test/test_bag.py" in line for line in out.splitlines()), out
+
+
+def test_a_domain_base_that_would_meet_other_domains_is_refused(tmp_path):
+    for base in ("abc", "30", "70", "-1"):
+        refused = subprocess.run(["bash", str(SCRIPT), "-o", str(tmp_path / "logs"), "-f", "x.py"], cwd=ROOT,
+                                 capture_output=True, text=True, timeout=60, env={**ENV, "GPU_SUITE_DOMAINS": base})
+        assert refused.returncode == 2 and "GPU_SUITE_DOMAINS must be" in refused.stderr, (base, refused.stderr)
