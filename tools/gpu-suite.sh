@@ -88,6 +88,9 @@ slow=(ros2_cuda_ipc_tools/test/test_bag.py ros2_cuda_ipc_examples/test/test_soak
 exclusive=(ros2_cuda_ipc_core/test/test_cuda.py::test_50_closed_cuda_pools_give_back_gpu_memory_and_fds
            ros2_cuda_ipc_tools/test/test_viewer.py ros2_cuda_ipc_tools/test/test_viewer_cuda.py
            ros2_cuda_ipc_tensor/test/test_tensor_cuda.py)
+# Of those, files of many short tests (3-6 s each on the H200, most of it pytest's own start: 78 and 34 jobs in
+# session 9's run) run 6 tests a job.
+short_tests=(ros2_cuda_ipc_examples/test/test_cli.py ros2_cuda_ipc_examples/test/test_components.py)
 is_slow() { [[ " ${slow[*]} " == *" ${1%%::*} "* ]]; }
 exclusive_of() { local e; for e in "${exclusive[@]}"; do [[ "$1" == "$e" || "$1" == "$e::"* ]] && echo "$e" && return 0; done; return 1; }
 is_exclusive() { exclusive_of "$1" > /dev/null; }
@@ -116,11 +119,20 @@ elif (( gpu_only )); then
 else
     present=(); for f in "${slow[@]}"; do [[ -f "$f" ]] && present+=("$f"); done
     # One collection for all of them (one pytest start, not fourteen).
-    (( ${#present[@]} )) && while IFS= read -r id; do files+=("$id"); done < <(python -m pytest -q --collect-only \
+    declare -A chunk=() in_chunk=()
+    add_id() {  # a slow file's test: a job of its own, or one of up to 6 of a file of short tests
+        local file=${1%%::*}
+        if [[ " ${short_tests[*]} " != *" $file "* ]]; then files+=("$1"); return; fi
+        chunk[$file]+="${chunk[$file]:+$SEP}$1"; in_chunk[$file]=$(( ${in_chunk[$file]:-0} + 1 ))
+        (( in_chunk[$file] < 6 )) && return
+        files+=("${chunk[$file]}"); chunk[$file]=""; in_chunk[$file]=0
+    }
+    (( ${#present[@]} )) && while IFS= read -r id; do add_id "$id"; done < <(python -m pytest -q --collect-only \
                                                            -p no:cacheprovider "${present[@]}" 2>/dev/null | grep "::")
+    for f in "${!chunk[@]}"; do [[ -n "${chunk[$f]}" ]] && files+=("${chunk[$f]}"); done
     # A slow file that gave no ids (it does not import, say) is a job of its own, so its error is a failing job.
     for f in "${present[@]}"; do
-        [[ " ${files[*]} " == *" $f::"* ]] || files+=("$f")
+        [[ " ${files[*]} " == *" $f::"* || " ${files[*]} " == *"$SEP$f::"* ]] || files+=("$f")
     done
     while IFS= read -r f; do
         is_slow "$f" || is_exclusive "$f" || files+=("$f")

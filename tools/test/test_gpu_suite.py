@@ -119,3 +119,15 @@ def test_a_domain_base_that_would_meet_other_domains_is_refused(tmp_path):
         refused = subprocess.run(["bash", str(SCRIPT), "-o", str(tmp_path / "logs"), "-f", "x.py"], cwd=ROOT,
                                  capture_output=True, text=True, timeout=60, env={**ENV, "GPU_SUITE_DOMAINS": base})
         assert refused.returncode == 2 and "GPU_SUITE_DOMAINS must be" in refused.stderr, (base, refused.stderr)
+
+
+def test_a_file_of_short_tests_runs_six_a_job(tmp_path):
+    """test_cli.py's 78 tests were 78 jobs, most of each pytest's own start; now 6 tests a job."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    cli = tmp_path / "ros2_cuda_ipc_examples" / "test" / "test_cli.py"
+    cli.parent.mkdir(parents=True)
+    cli.write_text('import pytest\n\n\n@pytest.mark.parametrize("n", [f"run {i}" for i in range(8)])\n'
+                   'def test_short(n):\n    assert n\n')
+    out = _suite("-j", "2", "-T", "200", logs=tmp_path / "logs", cwd=tmp_path).communicate(timeout=240)[0]
+    assert out.rstrip().splitlines()[-1].startswith("gpu-suite: 2 of 2 jobs passed"), out
+    assert "(6 tests)" in out and "(2 tests)" in out and "6 passed" in out and "2 passed" in out, out
