@@ -119,9 +119,10 @@ elif (( gpu_only )); then
 else
     present=(); for f in "${slow[@]}"; do [[ -f "$f" ]] && present+=("$f"); done
     # One collection for all of them (one pytest start, not fourteen).
-    declare -A chunk=() in_chunk=()
+    declare -A chunk=() in_chunk=() gave_ids=()
     add_id() {  # a slow file's test: a job of its own, or one of up to 6 of a file of short tests
         local file=${1%%::*}
+        gave_ids[$file]=1
         if [[ " ${short_tests[*]} " != *" $file "* ]]; then files+=("$1"); return; fi
         chunk[$file]+="${chunk[$file]:+$SEP}$1"; in_chunk[$file]=$(( ${in_chunk[$file]:-0} + 1 ))
         (( in_chunk[$file] < 6 )) && return
@@ -131,9 +132,7 @@ else
                                                            -p no:cacheprovider "${present[@]}" 2>/dev/null | grep "::")
     for f in "${!chunk[@]}"; do [[ -n "${chunk[$f]}" ]] && files+=("${chunk[$f]}"); done
     # A slow file that gave no ids (it does not import, say) is a job of its own, so its error is a failing job.
-    for f in "${present[@]}"; do
-        [[ " ${files[*]} " == *" $f::"* || " ${files[*]} " == *"$SEP$f::"* ]] || files+=("$f")
-    done
+    for f in "${present[@]}"; do [[ -n "${gave_ids[$f]:-}" ]] || files+=("$f"); done
     while IFS= read -r f; do
         is_slow "$f" || is_exclusive "$f" || files+=("$f")
     done < <(shopt -s nullglob; printf "%s\n" tools/test/test_*.py ros2_cuda_ipc_*/test/test_*.py | sort)
@@ -153,8 +152,8 @@ users=$(gpu_users)
 
 # ROS domains 60 to 89 (GPU_SUITE_DOMAINS moves the 60: a test running this script beside the suite), one per
 # running job: a job takes the first free slot (mkdir is atomic) and frees it at its end (below 96: a test's own;
-# above 100 they reach into Linux's ephemeral ports). The exclusive jobs run on
-# domains 50 and down, which no earlier job used: a participant an earlier job left (a pipeline's node runs in a
+# above 100 they reach into Linux's ephemeral ports). The exclusive jobs run on domains 50 and down, which no
+# earlier job used: a participant an earlier job left (a pipeline's node runs in a
 # session of its own) cannot leave during their teardown, which is Fast DDS 3.2's deletion deadlock (decisions.md).
 alone_domain=""
 run_job() {  # run_job INDEX NAME SECONDS PYTEST_ARGS...: one pytest on a free ROS domain, in its own process group
