@@ -60,6 +60,9 @@ SEP=$'\x1f'
 job_name() { local id=$1; [[ "$id" == *"$SEP"* ]] && id="${id%%::*}::selected"; id=${id//.py/}; id=${id//[^A-Za-z0-9._-]/_}; echo "${id:0:150}"; }
 # The pids whose environment holds a line matching the extended regex $1 whole (a job's mark).
 marked() { grep -lazxE "$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3; }
+# /dev/shm as the tests find it: Fast DDS's segments and port semaphores that killed processes left behind stay
+# there, and a small /dev/shm (a container's 64 MiB) fills with them.
+shm_line() { echo "$(find /dev/shm -maxdepth 1 -type f 2>/dev/null | wc -l) files, $(df -h --output=used,size /dev/shm 2>/dev/null | tail -1 | xargs) used/size"; }
 label() { local words; IFS=$SEP read -r -a words <<< "$1"; (( ${#words[@]} > 1 )) && echo "${1%%::*} (${#words[@]} tests)" || echo "$1"; }
 # Processes that hold an NVIDIA device open (pid, state, command), this script's own jobs among them while they run.
 gpu_users() {
@@ -147,6 +150,7 @@ rm -rf "$logs"; mkdir -p "$logs"; : > "$logs/.gpu-suite"
 temp_root=/tmp/gs-$$
 rm -rf "$temp_root"; mkdir -p "$temp_root"
 echo "gpu-suite: ${#files[@]} parallel jobs$( (( gpu_only )) && echo " (--gpu-only: ${#selected[@]} tests)"), $jobs at a time, then ${#alone[@]} alone; ${per_file} s a job, ${budget} s in all; logs in $logs/"
+echo "gpu-suite: /dev/shm: $(shm_line)"
 users=$(gpu_users)
 [[ -z "$users" ]] || printf 'gpu-suite: already holding the GPU before the first job (their load and their DDS traffic\nmeet the tests; a hang in an earlier run leaves such processes):\n%s\n' "$users"
 
@@ -262,8 +266,8 @@ for f in "${files[@]}"; do
 done
 wait
 # The machine as the exclusive files find it: a busy one (what a job left that no sweep knew) slows all three.
-printf 'gpu-suite: before the exclusive files: load average %s; the busiest processes:\n%s\n' \
-    "$(cut -d' ' -f1-3 /proc/loadavg)" "$(ps -e -o pid=,pcpu=,stat=,etimes=,args= --sort=-pcpu | head -6 | cut -c1-160)"
+printf 'gpu-suite: before the exclusive files: load average %s; /dev/shm: %s; the busiest processes:\n%s\n' \
+    "$(cut -d' ' -f1-3 /proc/loadavg)" "$(shm_line)" "$(ps -e -o pid=,pcpu=,stat=,etimes=,args= --sort=-pcpu | head -6 | cut -c1-160)"
 # Each test of these at most 120 s, its threads' stacks dumped if it gets there (the viewer's GPU file once
 # hung past 90 s after the others had run): a hang is then a finding with a place, not a lost call.
 for id in "${alone[@]}"; do
