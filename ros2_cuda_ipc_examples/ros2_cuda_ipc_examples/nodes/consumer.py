@@ -65,7 +65,8 @@ class ImageConsumer(PipelineNode):
 
     def process(self, image: Any, header: Any, encoding: str, arrays: ArrayBackend) -> None:
         """Do this node's work on ``image``: a zero-copy, read-only (rows, cols, channels) array on
-        ``arrays``' stream, of ``encoding`` (see :func:`~ros2_cuda_ipc_examples.nodes.scene.rgb_index`)."""
+        ``arrays``' stream, of ``encoding`` (see :func:`~ros2_cuda_ipc_examples.nodes.scene.rgb_index`), valid only
+        during this call: keep a copy, never the array."""
 
     def probe_values(self, image: Any, probe: Probe, ys: Any, xs: Any, arrays: ArrayBackend) -> np.ndarray:
         """The pixels at the probe's points as 0..255 values, on the host (this waits for the frame's work)."""
@@ -95,7 +96,7 @@ class ImageConsumer(PipelineNode):
         self.latency_from(header.stamp)
 
     def _on_view(self, view: Any, arrays: ArrayBackend) -> None:
-        image = arrays.wrap(view)
+        image = arrays.read(view)  # valid in this callback only: process() keeps no reference to it
         self._consume(image, view.header, view.encoding, arrays)
         del image
 
