@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from std_msgs.msg import UInt64
 
 from ros2_cuda_ipc_core import NodeParameter
@@ -37,26 +36,19 @@ class EncoderLike(ImageConsumer):
         if self.downscale < 1:
             raise ParameterError(f"downscale must be at least 1, not {self.downscale}")
         self._checksums = self.create_publisher(UInt64, "checksum", 10)
-        self._weights: dict[tuple[int, int, str, str], tuple[Any, Any]] = {}
+        self._weights: dict[tuple[int, str], Any] = {}
         self.listen()
 
     def process(self, image: Any, header: Any, encoding: str, arrays: ArrayBackend) -> None:
         small = arrays.astype(image[:: self.downscale, :: self.downscale], "int64")
-        coefficients, weights = self._constants(small.shape[1], small.shape[2], encoding, arrays)
-        luma = (small * coefficients).sum(-1) // 256  # few kernels: each is a launch's CPU on the GPU
-        checksum = int(arrays.download((luma * weights).sum())) & 0xFFFFFFFFFFFFFFFF
+        r, g, b = rgb_index(encoding)
+        luma = (77 * small[:, :, r] + 150 * small[:, :, g] + 29 * small[:, :, b]) // 256
+        key = (luma.shape[1], arrays.name)
+        if key not in self._weights:
+            self._weights[key] = arrays.arange(luma.shape[1]) % 251 + 1
+        checksum = int(arrays.download((luma * self._weights[key]).sum())) & 0xFFFFFFFFFFFFFFFF
         self._checksums.publish(UInt64(data=checksum))
         self.counts["out"] += 1
-
-    def _constants(self, columns: int, channels: int, encoding: str, arrays: ArrayBackend) -> tuple[Any, Any]:
-        """BT.601's integer luma coefficients at the encoding's red, green and blue, and the checksum's column
-        weights: made once per layout, where the frame lies."""
-        key = (columns, channels, encoding, arrays.name)
-        if key not in self._weights:
-            coefficients = np.zeros(channels, dtype=np.int64)
-            coefficients[list(rgb_index(encoding))] = (77, 150, 29)
-            self._weights[key] = (arrays.upload(coefficients), arrays.arange(columns) % 251 + 1)
-        return self._weights[key]
 
 
 def main(argv: list[str] | None = None) -> None:
