@@ -190,7 +190,7 @@ run_job() {  # run_job INDEX NAME SECONDS PYTEST_ARGS...: one pytest on a free R
     fi
     # A failed job's own logs (a peer's steps and stacks, a pipeline's node logs), small files only.
     if (( rc != 0 && rc != 5 )) && [[ -d "$temp_root/$index" ]]; then
-        (cd "$temp_root/$index" && find . -type f \( -name '*.log' -o -name '*.txt' -o -name '*.jsonl' \) -size -2M \
+        (cd "$temp_root/$index" && find . -type f \( -name '*.log' -o -name '*.txt' -o -name '*.jsonl' -o -name '*.json' \) -size -2M \
             -print0 | tar --null -czf "$logs/$name.files.tgz" -T - 2>/dev/null)
     fi
     echo "$rc" > "$logs/$name.rc"

@@ -82,7 +82,12 @@ def _spin_until_drawn(viewer, frames: int, timeout: float = 30.0) -> None:
     executor.add_node(viewer)
     deadline = time.monotonic() + timeout
     while not all(s.drawn >= frames for s in viewer.streams):
-        assert time.monotonic() < deadline, f"only {[s.drawn for s in viewer.streams]} frames drawn in {timeout} s"
+        if time.monotonic() >= deadline:  # what came, what was read, refused or stale: where the frames stopped
+            stats = viewer.stats()
+            for topic in stats["topics"].values():
+                del topic["latency_ms"]
+            pytest.fail(f"only {[s.drawn for s in viewer.streams]} frames drawn in {timeout} s; the viewer's stats: "
+                        f"{json.dumps(stats, default=str)}; last problems: {[s.last_problem for s in viewer.streams]}")
         executor.spin_once(timeout_sec=0.1)
     executor.remove_node(viewer)
 
