@@ -81,14 +81,19 @@ def _spin_until_drawn(viewer, frames: int, timeout: float = 30.0) -> None:
     executor = SingleThreadedExecutor()
     executor.add_node(viewer)
     deadline = time.monotonic() + timeout
+    slow: list[float] = []  # turns of the executor (a callback each at most) that took over 0.2 s
     while not all(s.drawn >= frames for s in viewer.streams):
         if time.monotonic() >= deadline:  # what came, what was read, refused or stale: where the frames stopped
             stats = viewer.stats()
             for topic in stats["topics"].values():
                 del topic["latency_ms"]
             pytest.fail(f"only {[s.drawn for s in viewer.streams]} frames drawn in {timeout} s; the viewer's stats: "
-                        f"{json.dumps(stats, default=str)}; last problems: {[s.last_problem for s in viewer.streams]}")
+                        f"{json.dumps(stats, default=str)}; last problems: {[s.last_problem for s in viewer.streams]}; "
+                        f"{len(slow)} executor turns over 0.2 s, the longest {max(slow, default=0):.2f} s")
+        began = time.monotonic()
         executor.spin_once(timeout_sec=0.1)
+        if time.monotonic() - began > 0.2:
+            slow.append(time.monotonic() - began)
     executor.remove_node(viewer)
 
 
