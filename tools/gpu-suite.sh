@@ -247,6 +247,14 @@ interrupted() {  # Ctrl-C or SIGTERM: every job's process group killed, the summ
 }
 trap interrupted INT TERM
 
+# The parallel jobs longest first, by the seconds a run on the H200 took (tools/gpu-suite-seconds.txt; 5 s for a job
+# it does not list): with 14 at a time, whole files of a minute started late in name order made a 50 s tail.
+declare -A known_seconds=()
+while read -r secs name; do [[ "$secs" =~ ^[0-9]+$ ]] && known_seconds[$name]=$secs; done \
+    < <(grep -v '^#' "${GPU_SUITE_SECONDS:-$(dirname "$0")/gpu-suite-seconds.txt}" 2>/dev/null)
+mapfile -t order < <(for i in "${!files[@]}"; do echo "${known_seconds[$(job_name "${files[$i]}")]:-5} $i"; done \
+                     | sort -s -k1,1rn | cut -d' ' -f2)
+sorted=(); for i in "${order[@]}"; do sorted+=("${files[$i]}"); done; files=("${sorted[@]}")
 planned=("${alone[@]}" "${files[@]}")
 names=(); slowest=()
 declare -A taken=()  # two ids may reduce to one name: the later gets its index

@@ -131,3 +131,19 @@ def test_a_file_of_short_tests_runs_six_a_job(tmp_path):
     out = _suite("-j", "2", "-T", "200", logs=tmp_path / "logs", cwd=tmp_path).communicate(timeout=240)[0]
     assert out.rstrip().splitlines()[-1].startswith("gpu-suite: 2 of 2 jobs passed"), out
     assert "(6 tests)" in out and "(2 tests)" in out and "6 passed" in out and "2 passed" in out, out
+
+
+def test_jobs_start_longest_first_by_the_table_of_seconds(tmp_path):
+    """The parallel jobs start in the order of a run's seconds (GPU_SUITE_SECONDS), a job it does not list at 5 s:
+    a minute-long file started last in name order made the tail of the call."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    for name in ("test_a.py", "test_b.py", "test_c.py"):
+        (tmp_path / name).write_text("def test_quick():\n    pass\n")
+    table = tmp_path / "seconds.txt"
+    table.write_text("# seconds job\n60 test_c\n2 test_a\n")
+    suite = subprocess.Popen(["bash", str(SCRIPT), "-o", str(tmp_path / "logs"), "-j", "1", "-f",
+                              "test_a.py test_b.py test_c.py"], cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, env={**ENV, "GPU_SUITE_SECONDS": str(table)})
+    out = suite.communicate(timeout=120)[0]
+    jobs = [line.split()[-5] for line in out.splitlines() if line.startswith("ok ")]
+    assert jobs == ["test_c.py", "test_b.py", "test_a.py"], out
