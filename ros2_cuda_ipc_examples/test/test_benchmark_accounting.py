@@ -80,3 +80,41 @@ def test_the_causes_add_up_to_the_frames_not_verified(warmup: int, fates: list[s
     assert warm.get("not sent", 0) == sum(fate in ("late_ticks", "no_block") for fate in fates[:warmup])
     assert warm.get("never delivered", 0) == fates[:warmup].count("lost")
     assert warm.get("with wrong bytes", 0) == fates[:warmup].count("wrong")
+
+
+def test_a_direct_subscriptions_own_drops_say_why_a_frame_was_never_delivered() -> None:
+    """A direct subscription drops a frame it cannot hand over (stale, invalid, unreadable) before any callback: the
+    benchmark saw only "never delivered" (the H200's 199/200, session 10). Its counters, by case, now say why."""
+    case = Case(0, "latency", "host-direct", PAYLOAD, 30.0, 3, 0)
+    sent, received = SentFrames(), ReceivedFrames()
+    for seq in range(3):
+        sent.sent += 1
+        sent.send_us.append(1.0)
+        if seq:
+            received.received += 1
+            received.measured += 1
+            received.verified += 1
+    row = results.case_result(case, sent, received.report(case.index, {"stale": 1}))
+    assert results.problems(row) == ("1 frames sent but never delivered; "
+                                     "the subscription dropped (warm-up included): 1 stale")
+
+
+def test_the_consumer_reports_each_cases_drops_of_its_direct_subscriptions_not_their_duplicates() -> None:
+    from ros2_cuda_ipc_examples.bench.consumer import Consumer
+
+    class Counted:  # a subscription's stats(): its drops by cause, cumulative
+        def __init__(self) -> None:
+            self.dropped = {"duplicate": 0, "stale": 0}
+
+        def stats(self) -> dict:
+            return {"dropped": dict(self.dropped)}
+
+    consumer = Consumer.__new__(Consumer)  # only what _direct_drops reads
+    image, cloud = Counted(), Counted()
+    consumer.direct, consumer._direct_dropped = [image, cloud], {}
+    image.dropped.update(duplicate=200, stale=1)
+    assert consumer._direct_drops() == {"stale": 1}
+    cloud.dropped["stale"] = 2
+    image.dropped["duplicate"] = 400
+    assert consumer._direct_drops() == {"stale": 2}  # the next case: only what it dropped
+    assert consumer._direct_drops() == {}

@@ -61,11 +61,12 @@ class ReceivedFrames:
     samples: dict[str, list[float]] = field(default_factory=lambda: {phase: [] for phase in PHASES})
     cpu: CpuSpan = field(default_factory=CpuSpan)  # this process's CPU over the measured frames
 
-    def report(self, case: int) -> dict[str, Any]:
+    def report(self, case: int, subscription_dropped: dict[str, int] | None = None) -> dict[str, Any]:
         samples = {phase: [round(v, 1) for v in values] for phase, values in self.samples.items() if values}
         return {"case": case, "received": self.received, "measured": self.measured, "verified": self.verified,
                 "bad": self.bad, "stale": self.stale, "errors": self.errors, "last_error": self.last_error,
-                "done_ns": self.done_ns, "samples_us": samples, "cpu_ms_per_frame": self.cpu.ms_per_frame()}
+                "done_ns": self.done_ns, "samples_us": samples, "cpu_ms_per_frame": self.cpu.ms_per_frame(),
+                "subscription_dropped": subscription_dropped or {}}
 
 
 class Consumer:
@@ -86,6 +87,7 @@ class Consumer:
         self.acks = node.create_publisher(String, ACK_TOPIC, control_qos())
         self.expected_publishers = plan.publisher_counts()
         self.direct: list[Any] = []  # the typed subscriptions of the "-direct" transports (their callbacks on their threads)
+        self._direct_dropped: dict[str, int] = {}  # their drops by cause when the last case was reported
         for name in {case.payload.kind for case in plan.cases}:
             kind = KINDS[name]
             reader = kind.reader()
@@ -229,8 +231,21 @@ class Consumer:
         for index, (sent, told) in list(self.ending.items()):
             frames = self.frames.setdefault(index, ReceivedFrames())
             if frames.received >= sent or time.monotonic() - max(told, frames.last_arrival) > DRAIN_S:
-                self.reports.publish(self._string(data=json.dumps(frames.report(index))))
+                dropped = self._direct_drops() if self.cases[index].transport in DIRECT_TRANSPORTS else {}
+                self.reports.publish(self._string(data=json.dumps(frames.report(index, dropped))))
                 del self.ending[index]
+
+    def _direct_drops(self) -> dict[str, int]:
+        """What the direct subscriptions dropped, by cause, since the last case was reported (cases run one after
+        another): a frame they never handed to the callback is "never delivered" here, and this says why.  Their
+        duplicates (the DDS copy of each frame delivered directly) are the design, not a drop."""
+        now: dict[str, int] = {}
+        for subscription in self.direct:
+            for cause, count in subscription.stats()["dropped"].items():
+                now[cause] = now.get(cause, 0) + int(count)
+        since = {cause: count - self._direct_dropped.get(cause, 0) for cause, count in now.items()}
+        self._direct_dropped = now
+        return {cause: count for cause, count in since.items() if count > 0 and cause != "duplicate"}
 
 
 def consume(plan: Plan) -> int:

@@ -43,6 +43,7 @@ def case_result(case: Case, sent: SentFrames, report: dict[str, Any] | None) -> 
         "sent": sent.sent, "late_ticks": sent.late_ticks, "no_block": sent.no_block, "stalls": sent.stalls,
         "unsent": sent.unsent, "warmup_not_sent": sent.warmup_not_sent,
         **{key: report[key] for key in ("received", "measured", "verified", "bad", "stale", "errors", "last_error")},
+        "subscription_dropped": report.get("subscription_dropped", {}),
         "measured_sent": len(sent.send_us),
         "dropped": len(sent.send_us) - report["verified"],
         "cpu_ms_per_frame": {"producer": sent.cpu.ms_per_frame(), "consumer": report.get("cpu_ms_per_frame")},
@@ -244,6 +245,10 @@ def problems(row: dict[str, Any]) -> str:
     warmup = warmup_shortfall(row)
     if warmup:
         said.append("warm-up frames (not measured): " + ", ".join(f"{count} {what}" for what, count in warmup.items()))
+    dropped = row.get("subscription_dropped") or {}
+    if dropped:  # frames a direct subscription never handed to the callback, by its own counters
+        said.append("the subscription dropped (warm-up included): " +
+                    ", ".join(f"{count} {cause}" for cause, count in sorted(dropped.items())))
     if row["last_error"]:
         said.append(f"last error: {row['last_error']}")
     return "; ".join(said)
