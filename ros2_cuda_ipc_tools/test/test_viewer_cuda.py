@@ -75,11 +75,27 @@ def _viewer_beside(tmp_path: Path, peer: tuple[str, ...], **parameters) -> Itera
             rclpy.shutdown()
 
 
+def _timed(longest: dict[str, float], name: str, call):
+    """``call``, keeping the longest time it took under ``name``: which of the viewer's steps a stall is in."""
+    def timed(*args, **kwargs):
+        began = time.monotonic()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            longest[name] = max(longest.get(name, 0.0), time.monotonic() - began)
+    return timed
+
+
 def _spin_until_drawn(viewer, frames: int, timeout: float = 30.0) -> None:
     from rclpy.executors import SingleThreadedExecutor
 
     executor = SingleThreadedExecutor()
     executor.add_node(viewer)
+    # After other GPU work one executor turn once took 15 s (session 10): time the steps a turn may be in.
+    longest: dict[str, float] = {}
+    viewer.draw = _timed(longest, "draw", viewer.draw)
+    for stream in viewer.streams:  # a frame's interop copy and texture write; a turn longer than both is its read
+        stream.show = _timed(longest, "show", stream.show)
     deadline = time.monotonic() + timeout
     slow: list[float] = []  # turns of the executor (a callback each at most) that took over 0.2 s
     while not all(s.drawn >= frames for s in viewer.streams):
@@ -89,7 +105,8 @@ def _spin_until_drawn(viewer, frames: int, timeout: float = 30.0) -> None:
                 del topic["latency_ms"]
             pytest.fail(f"only {[s.drawn for s in viewer.streams]} frames drawn in {timeout} s; the viewer's stats: "
                         f"{json.dumps(stats, default=str)}; last problems: {[s.last_problem for s in viewer.streams]}; "
-                        f"{len(slow)} executor turns over 0.2 s, the longest {max(slow, default=0):.2f} s")
+                        f"{len(slow)} executor turns over 0.2 s, the longest {max(slow, default=0):.2f} s; the longest "
+                        f"steps: {json.dumps({k: round(v, 3) for k, v in longest.items()})}")
         began = time.monotonic()
         executor.spin_once(timeout_sec=0.1)
         if time.monotonic() - began > 0.2:
