@@ -36,7 +36,15 @@ from .pool import DEFAULT_REUSE_DELAY, BlockManager, MemoryKind, check_reuse_del
 from .publish_block import PublishBlock
 from .read_handle import ReadHandle
 from .reader import Reader
-from .shutdown import TEARDOWN_BOUND, run_nodes, run_tool, stop_reason, stop_signals_noted, teardown_bounded
+from .shutdown import (
+    TEARDOWN_BOUND,
+    run_nodes,
+    run_tool,
+    spin_until_stopped,
+    stop_reason,
+    stop_signals_noted,
+    teardown_bounded,
+)
 from .streams import StreamLike
 from .topic_check import DEFAULT_CHECK_DELAY, TopicCheck, check_topic, message_type_name
 from .transfer import copy_rows, copy_strided
@@ -154,6 +162,7 @@ __all__ = [
     "run_node",
     "run_nodes",
     "run_tool",
+    "spin_until_stopped",
     "stop_reason",
     "stop_signals_noted",
     "strided_source",

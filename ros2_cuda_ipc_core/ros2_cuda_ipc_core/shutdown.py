@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from rclpy.executors import Executor
     from rclpy.node import Node
 
-__all__ = ["TEARDOWN_BOUND", "run_nodes", "run_tool", "stop_reason", "stop_signals_interrupt", "stop_signals_noted",
-           "teardown_bounded"]
+__all__ = ["TEARDOWN_BOUND", "run_nodes", "run_tool", "spin_until_stopped", "stop_reason", "stop_signals_interrupt",
+           "stop_signals_noted", "teardown_bounded"]
 
 #: Seconds a teardown may hang before the process ends itself (see :func:`teardown_bounded`): longer than the
 #: pipeline runner's stop timeout (15 s), after which the runner asks a child for its C stacks itself.
@@ -80,6 +80,28 @@ def stop_signals_noted() -> Iterator[list[int]]:
 
     with _stop_signals_to(note):
         yield noted
+
+
+def spin_until_stopped(spin_once: Callable[[], object], keep_going: Callable[[], bool] = lambda: True) -> None:
+    """``spin_once()`` while ``keep_going()``; SIGINT or SIGTERM raises ``KeyboardInterrupt`` (its args the signal's
+    name) at once, as under :func:`stop_signals_interrupt`, and also where it lands in the Python that rclpy's C++
+    calls while it takes a message (the message's conversion): pybind11 turns it there into ``RuntimeError: Unable
+    to convert call argument '0' to Python object``, which ended bag_record with a traceback and exit code 1 (once,
+    in a loaded fresh-clone run).  A ``RuntimeError`` with no stop noted is raised as it is.  Main thread only."""
+    stops: list[int] = []
+
+    def note_and_interrupt(signum: int, frame: FrameType | None) -> None:
+        stops.append(signum)
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    with _stop_signals_to(note_and_interrupt):
+        while keep_going():
+            try:
+                spin_once()
+            except RuntimeError:
+                if stops:
+                    raise KeyboardInterrupt(signal.Signals(stops[0]).name) from None
+                raise
 
 
 @contextmanager

@@ -245,3 +245,54 @@ def test_an_executor_name_it_does_not_know_is_one_line_and_exit_2():
     line, = done.stderr.splitlines()
     assert "ROS2_CUDA_IPC_EXECUTOR=" in line and "one of single, multi, events" in line and "\x1b" not in line
     assert len(line) < 200, line
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_that_pybind11_turns_into_a_runtime_error_is_still_a_stop(stop):
+    """spin_until_stopped: a stop raised in the Python that rclpy's C++ calls to build a taken message comes out of
+    ``spin_once`` as pybind11's "Unable to convert call argument" RuntimeError (bag_record, a loaded run: a traceback,
+    exit 1). A real node and message; the callback raises what pybind11 raises there, once the stop landed in it."""
+    from ros2_cuda_ipc_core import spin_until_stopped, stop_reason
+
+    rclpy.init()
+    try:
+        node = rclpy.create_node("spin_until_stopped")
+
+        def on_message(msg):
+            try:
+                os.kill(os.getpid(), stop)
+                time.sleep(1.0)  # the handler raises within this
+            except KeyboardInterrupt:
+                raise RuntimeError("Unable to convert call argument '0' to Python object") from None
+
+        node.create_subscription(String, "spin_until_stopped", on_message, 10)
+        publisher = node.create_publisher(String, "spin_until_stopped", 10)
+
+        def turn():
+            publisher.publish(String(data="frame"))
+            rclpy.spin_once(node, timeout_sec=0.2)
+
+        with pytest.raises(KeyboardInterrupt) as stopped:
+            spin_until_stopped(turn)
+        assert stop_reason(stopped.value) == ("SIGTERM" if stop == signal.SIGTERM else "Ctrl-C")
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown()
+
+
+def test_a_runtime_error_without_a_stop_is_raised_as_it_is():
+    from ros2_cuda_ipc_core import spin_until_stopped
+
+    def turn():
+        raise RuntimeError("a real error")
+
+    with pytest.raises(RuntimeError, match="a real error"):
+        spin_until_stopped(turn)
+
+
+def test_spin_until_stopped_ends_when_told_to_without_a_stop():
+    from ros2_cuda_ipc_core import spin_until_stopped
+
+    turns: list[int] = []
+    spin_until_stopped(lambda: turns.append(1), lambda: len(turns) < 3)
+    assert turns == [1, 1, 1]

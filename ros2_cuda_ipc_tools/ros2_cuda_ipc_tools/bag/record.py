@@ -20,6 +20,7 @@ from ros2_cuda_ipc_core import (
     cuda_device_count,
     encode_jpeg,
     jpeg_backend,
+    spin_until_stopped,
     teardown_bounded,
     tool_parser,
     warm_up_jpeg,
@@ -112,8 +113,8 @@ def record(args: argparse.Namespace) -> int:
         except Exception:  # nothing recorded: the folder goes, so the corrected command is not refused
             shutil.rmtree(sink.path, ignore_errors=True)
             raise
-        while recorder.error is None:
-            rclpy.spin_once(recorder, timeout_sec=0.2)
+        running = recorder
+        spin_until_stopped(lambda: rclpy.spin_once(running, timeout_sec=0.2), lambda: running.error is None)
     except KeyboardInterrupt:
         pass
     finally:

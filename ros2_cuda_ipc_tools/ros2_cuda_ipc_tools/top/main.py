@@ -24,7 +24,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ros2_cuda_ipc_core import DIAGNOSTICS_TOPIC, REPORT_PERIOD_S, run_tool, teardown_bounded, tool_parser
+from ros2_cuda_ipc_core import (
+    DIAGNOSTICS_TOPIC,
+    REPORT_PERIOD_S,
+    run_tool,
+    spin_until_stopped,
+    teardown_bounded,
+    tool_parser,
+)
 from ros2_cuda_ipc_core.arguments import RosArgumentsError, check_ros_arguments
 from ros2_cuda_ipc_core.diagnostics_format import reported_number
 
@@ -71,8 +78,8 @@ def _spin_until(node: Any, deadline: float, done: Callable[[], bool] = lambda: F
     """Take what arrives until ``deadline`` (monotonic) or until ``done()``."""
     import rclpy
 
-    while not done() and (left := deadline - time.monotonic()) > 0:
-        rclpy.spin_once(node, timeout_sec=min(0.1, left))
+    spin_until_stopped(lambda: rclpy.spin_once(node, timeout_sec=min(0.1, max(0.0, deadline - time.monotonic()))),
+                       lambda: not done() and deadline - time.monotonic() > 0)
 
 
 def watch(once: bool, as_json: bool, period: float, wait: float, ros_args: list[str]) -> int:
