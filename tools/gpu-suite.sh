@@ -12,7 +12,8 @@
 # -f runs only the files named (a quick check of the script itself).
 # First the exclusive files, alone, one at a time; then JOBS (default: CPU cores / 2, at least 2) files at once,
 # the longest-running files first so the tail is short. -T (default 420 s) bounds the call: a job gets at most
-# what is left, and a job not started in time is listed as not run (the results are then partial).
+# what is left, and a job not started in time is listed as not run (the results are then partial; the exclusive
+# files having gone first, what a run over its budget cuts is parallel jobs).
 # Exit status 0 when every job passed (skips are fine), else 1; Ctrl-C or SIGTERM ends it within a second with
 # exit status 0, saying its results are partial. The per-job lines (with seconds), the slowest jobs, the failing
 # jobs' last lines and the processes holding the GPU end the output. Run from the repository root with the
@@ -84,7 +85,7 @@ slow=(ros2_cuda_ipc_tools/test/test_bag.py ros2_cuda_ipc_examples/test/test_soak
       tools/test/test_readme_snippets.py ros2_cuda_ipc_examples/test/test_upstream.py
       ros2_cuda_ipc_examples/test/test_benchmark.py ros2_cuda_ipc_examples/test/test_components.py
       ros2_cuda_ipc_tools/test/test_bag_hostile.py ros2_cuda_ipc_image/test/test_image_direct.py)
-# Run alone after the others, one at a time: a test that measures the whole device (its free memory moves by
+# Run alone before the others, one at a time: a test that measures the whole device (its free memory moves by
 # running siblings' allocations too), and the GL viewer's and the tensor's GPU files (with ten siblings loading
 # the CPUs and the GPU their files ran past 300 s where alone they take under 40 s: run 21; run together, the three
 # took 75-83 s and did not finish, where one after the other takes about 90 s: session 9).
@@ -249,10 +250,14 @@ trap interrupted INT TERM
 
 # The parallel jobs longest first, by the seconds a run on the H200 took (tools/gpu-suite-seconds.txt; 5 s for a job
 # it does not list): with 14 at a time, whole files of a minute started late in name order made a 50 s tail.
+# A job of a file's selected tests (--gpu-only) counts its file's seconds.
+seconds_table=${GPU_SUITE_SECONDS:-$(dirname "$0")/gpu-suite-seconds.txt}
+[[ -f "$seconds_table" ]] || echo "gpu-suite: no table of seconds at $seconds_table: the jobs start in name order" >&2
 declare -A known_seconds=()
 while read -r secs name; do [[ "$secs" =~ ^[0-9]+$ ]] && known_seconds[$name]=$secs; done \
-    < <(grep -v '^#' "${GPU_SUITE_SECONDS:-$(dirname "$0")/gpu-suite-seconds.txt}" 2>/dev/null)
-mapfile -t order < <(for i in "${!files[@]}"; do echo "${known_seconds[$(job_name "${files[$i]}")]:-5} $i"; done \
+    < <(grep -v '^#' "$seconds_table" 2>/dev/null)
+job_seconds_known() { local name; name=$(job_name "$1"); echo "${known_seconds[$name]:-${known_seconds[$(job_name "${1%%::*}")]:-5}}"; }
+mapfile -t order < <(for i in "${!files[@]}"; do echo "$(job_seconds_known "${files[$i]}") $i"; done \
                      | sort -s -k1,1rn | cut -d' ' -f2)
 sorted=(); for i in "${order[@]}"; do sorted+=("${files[$i]}"); done; files=("${sorted[@]}")
 planned=("${alone[@]}" "${files[@]}")
@@ -276,6 +281,7 @@ for id in "${alone[@]}"; do
     run_job "$index" "${names[$(( index - 1 ))]}" "$(job_seconds)" "${ids[@]}" --timeout 120 --timeout-method thread "$@"
 done
 alone_domain=""
+index=${#alone[@]}  # where the parallel jobs' names begin, whether or not every exclusive file ran
 running=0
 for f in "${files[@]}"; do
     index=$(( index + 1 ))

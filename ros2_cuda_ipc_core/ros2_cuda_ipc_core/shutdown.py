@@ -87,21 +87,24 @@ def spin_until_stopped(spin_once: Callable[[], object], keep_going: Callable[[],
     name) at once, as under :func:`stop_signals_interrupt`, and also where it lands in the Python that rclpy's C++
     calls while it takes a message (the message's conversion): pybind11 turns it there into ``RuntimeError: Unable
     to convert call argument '0' to Python object``, which ended bag_record with a traceback and exit code 1 (once,
-    in a loaded fresh-clone run).  A ``RuntimeError`` with no stop noted is raised as it is.  Main thread only."""
+    in a loaded fresh-clone run), and where something on its way swallowed it.  A ``RuntimeError`` with no stop
+    noted is raised as it is.  Main thread only."""
     stops: list[int] = []
 
     def note_and_interrupt(signum: int, frame: FrameType | None) -> None:
         stops.append(signum)
-        raise KeyboardInterrupt(signal.Signals(signum).name)
+        _interrupt(signum, frame)
 
     with _stop_signals_to(note_and_interrupt):
-        while keep_going():
+        while not stops and keep_going():
             try:
                 spin_once()
             except RuntimeError:
                 if stops:
-                    raise KeyboardInterrupt(signal.Signals(stops[0]).name) from None
+                    break
                 raise
+    if stops:  # turned into a RuntimeError, or swallowed on its way (a destructor's "Exception ignored")
+        _interrupt(stops[0], None)
 
 
 @contextmanager

@@ -238,7 +238,8 @@ class Consumer:
     def _direct_drops(self) -> dict[str, int]:
         """What the direct subscriptions dropped, by cause, since the last case was reported (cases run one after
         another): a frame they never handed to the callback is "never delivered" here, and this says why.  Their
-        duplicates (the DDS copy of each frame delivered directly) are the design, not a drop."""
+        duplicates (the DDS copy of each frame delivered directly) are the design, not a drop.  A drop counted after
+        a case's report (a late DDS copy found stale) goes to the next direct case's."""
         now: dict[str, int] = {}
         for subscription in self.direct:
             for cause, count in subscription.stats()["dropped"].items():
