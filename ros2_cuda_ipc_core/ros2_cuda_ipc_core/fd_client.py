@@ -8,6 +8,10 @@ sends must name that pool id and that publisher.
 So a same-user process that serves the victim's pool id from a socket of its own, however named, is
 never taken for the victim's pool.  The connection and the answer share one ``timeout``: no import blocks
 a callback longer than that.
+
+A process asks one pool for one handout at a time: the pool refuses a pid with ``max_per_peer`` handouts sent and
+not yet read, and forty subscriptions of one process, each connecting on its own thread on a loaded machine, had
+seventeen sent before their threads got the GIL back to read them (a CI run: one refusal, one channel a second late).
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from .descriptor import Descriptor, socket_address
 from .errors import InvalidDescriptorError, PoolIdentityError, PoolUnavailableError
@@ -67,6 +73,37 @@ def fetch_pool_fds(desc: Descriptor, allowed_uids: Iterable[int], timeout: float
     return header, fds, verified
 
 
+class _OneAtATime:
+    """A lock per socket address, kept while a thread holds or waits for it: a pool that never answers holds up
+    this process's connections to it alone, and the table is as large as the connections under way."""
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._locks: dict[str, tuple[threading.Lock, int]] = {}
+
+    @contextmanager
+    def hold(self, address: str, deadline: float) -> Iterator[bool]:
+        """Hold ``address``'s lock until the block ends; yields False if it was not free by ``deadline``."""
+        with self._mutex:
+            lock, users = self._locks.get(address, (threading.Lock(), 0))
+            self._locks[address] = (lock, users + 1)
+        got = lock.acquire(timeout=max(deadline - time.monotonic(), 0.0))
+        try:
+            yield got
+        finally:
+            if got:
+                lock.release()
+            with self._mutex:
+                lock, users = self._locks[address]
+                if users == 1:
+                    del self._locks[address]
+                else:
+                    self._locks[address] = (lock, users - 1)
+
+
+_one_at_a_time = _OneAtATime()
+
+
 def open_pool_connection(desc: Descriptor, allowed_uids: Iterable[int], timeout: float,
                          owner: SocketOwner | None) -> tuple[socket.socket, PoolHeader, list[int], str]:
     """Connect to the pool ``desc`` names, check who serves it, receive its handout: (socket, header, fds).
@@ -76,6 +113,15 @@ def open_pool_connection(desc: Descriptor, allowed_uids: Iterable[int], timeout:
     """
     address = socket_address(desc.socket_path)
     deadline = time.monotonic() + timeout
+    with _one_at_a_time.hold(address, deadline) as free:
+        if not free:
+            raise PoolUnavailableError(f"{desc.pool_name} did not answer within {timeout:g} s (another thread of "
+                                       "this process was still waiting for its handout)")
+        return _receive_handout(desc, allowed_uids, timeout, owner, address, deadline)
+
+
+def _receive_handout(desc: Descriptor, allowed_uids: Iterable[int], timeout: float, owner: SocketOwner | None,
+                     address: str, deadline: float) -> tuple[socket.socket, PoolHeader, list[int], str]:
     try:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     except OSError as exc:

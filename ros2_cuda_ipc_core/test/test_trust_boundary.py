@@ -34,11 +34,14 @@ from ros2_cuda_ipc_core import (
     PoolIdentityError,
     PoolUnavailableError,
     Reader,
+    fd_client,
     socket_names,
 )
 from ros2_cuda_ipc_core import pool as pool_module
-from ros2_cuda_ipc_core.descriptor import socket_address
+from ros2_cuda_ipc_core.descriptor import Descriptor, socket_address
+from ros2_cuda_ipc_core.fd_client import open_pool_connection
 from ros2_cuda_ipc_core.fd_server import OPEN_PER_IN_FLIGHT
+from ros2_cuda_ipc_core.imported_pool import close_fds
 from ros2_cuda_ipc_core.layout import HEADER_SIZE
 from ros2_cuda_ipc_core.leases import FIRST_BLOCK_LEASE, lock_request
 from ros2_cuda_ipc_core.memfd import future_write_seal_supported
@@ -284,6 +287,79 @@ def test_a_peer_that_closes_its_handouts_is_never_limited():
             with Reader().read(remote(publish(pool, value))) as handle:
                 assert handle.view((1,), np.uint8)[0] == value
         assert pool.stats()["peer_limit_refusals"] == 0 and pool.stats()["fd_handouts"] == 100
+
+
+def test_threads_of_one_process_ask_a_pool_for_one_handout_at_a_time():
+    """Forty direct subscriptions of one process, each on its own thread, had seventeen handouts sent before their
+    threads read them on a loaded CI machine: the pool refused one.  A process asks a pool one at a time: here a
+    server that answers nothing for a while sees one connection, not eight."""
+    name = f"ros2_cuda_ipc_test_slow_{os.getpid()}"
+    with BlockManager(4096, block_count=1, memory="host") as pool, \
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as slow:
+        slow.bind("\0" + name)
+        slow.listen(16)
+        desc = Descriptor.from_message(copy_core(publish(pool, 1), socket_path="@" + name))
+        start = threading.Barrier(8)
+        failed: list[BaseException] = []
+
+        def connect() -> None:
+            start.wait()
+            try:
+                open_pool_connection(desc, (), 30.0, None)
+            except PoolUnavailableError as exc:
+                failed.append(exc)
+
+        threads = [threading.Thread(target=connect) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        slow.setblocking(False)
+        for _ in range(8):
+            assert select.select([slow], [], [], 30)[0], "no thread connected"
+            time.sleep(0.2)  # time for the others to connect too, were they not waiting their turn
+            pending = []
+            with contextlib.suppress(BlockingIOError):
+                while True:
+                    pending.append(slow.accept()[0])
+            for conn in pending:
+                conn.close()  # no handout: that thread gives up, the next one connects
+            assert len(pending) == 1, f"{len(pending)} connections waited for a handout at once"
+        for thread in threads:
+            thread.join(30)
+        assert len(failed) == 8 and all("without handing out fds" in str(exc) for exc in failed), failed
+        assert fd_client._one_at_a_time._locks == {}  # nothing kept once no connection is under way
+
+
+def test_a_pool_that_never_answers_holds_up_this_process_s_connections_to_it_alone():
+    with BlockManager(4096, block_count=1, memory="host") as pool, \
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as silent:
+        silent.bind(f"\0ros2_cuda_ipc_test_silent_{os.getpid()}")
+        silent.listen(8)  # connections queue; nothing is ever sent
+        core = publish(pool, 1)
+        genuine = Descriptor.from_message(core)
+        mute = Descriptor.from_message(copy_core(core, socket_path=f"@ros2_cuda_ipc_test_silent_{os.getpid()}"))
+        outcome: list[BaseException | None] = []
+
+        def wait_for_the_silent_pool() -> None:
+            try:
+                open_pool_connection(mute, (), 3.0, None)
+                outcome.append(None)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        waiting = threading.Thread(target=wait_for_the_silent_pool)
+        waiting.start()
+        time.sleep(0.3)  # the thread waits for the silent pool's handout, holding its address
+        began = time.monotonic()
+        sock, _header, fds, _ = open_pool_connection(genuine, (), 3.0, None)
+        assert time.monotonic() - began < 2.0  # not behind the silent pool's wait (3 s)
+        sock.close()
+        close_fds(fds)
+        with pytest.raises(PoolUnavailableError, match="another thread of this process was still waiting"):
+            open_pool_connection(mute, (), 0.5, None)
+        waiting.join(10)
+        assert len(outcome) == 1 and isinstance(outcome[0], PoolUnavailableError), outcome
+        assert "did not answer within 3 s" in str(outcome[0])
+        assert fd_client._one_at_a_time._locks == {}
 
 
 def test_out_of_fds_the_server_pauses_says_so_once_and_recovers():
