@@ -1,6 +1,7 @@
 """The soak tool: a one-minute run on host memory in CI, its frame check, its arguments, and its Ctrl-C."""
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -64,6 +65,16 @@ def test_cuda_without_a_gpu_is_refused_before_any_process_starts(tmp_path):
     out = subprocess.run([*SOAK, "--memory", "cuda", "--log-dir", str(tmp_path / "logs")], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 2 and "--memory cuda cannot be used here" in out.stderr, out.stderr
+    assert not (tmp_path / "logs").exists() or not list((tmp_path / "logs").iterdir())
+
+
+def test_an_executor_the_nodes_would_not_know_is_one_line_before_any_process_starts(tmp_path):
+    env = {**os.environ, "ROS2_CUDA_IPC_EXECUTOR": "bogus"}
+    out = subprocess.run([*SOAK, "--memory", "host", "--minutes", "0.05", "--log-dir", str(tmp_path / "logs")],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 2, out.stderr
+    assert "ROS2_CUDA_IPC_EXECUTOR='bogus': one of single, multi, events" in out.stderr
+    assert "Traceback" not in out.stderr and "FAIL" not in out.stdout + out.stderr
     assert not (tmp_path / "logs").exists() or not list((tmp_path / "logs").iterdir())
 
 

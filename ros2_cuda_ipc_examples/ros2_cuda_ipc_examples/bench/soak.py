@@ -586,10 +586,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def _refuse_unusable(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse, before any process starts, what could only fail later: CUDA without a GPU, a log directory that
-    cannot be written."""
-    from ros2_cuda_ipc_core import refuse_unusable_memory
+    cannot be written, an executor its node processes would not know (``ROS2_CUDA_IPC_EXECUTOR``)."""
+    from ros2_cuda_ipc_core import executor_from_environment, refuse_unusable_memory
 
     refuse_unusable_memory(parser, args.memory)
+    try:
+        executor_from_environment()
+    except ValueError as exc:
+        parser.error(str(exc))
     if args.log_dir is not None:
         try:
             args.log_dir.mkdir(parents=True, exist_ok=True)
