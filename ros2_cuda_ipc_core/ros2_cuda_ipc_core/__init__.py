@@ -11,6 +11,14 @@ from . import startup  # noqa: F401  (first: in an executable, a stop while the 
 from .arguments import bounded_number
 from .cross_device import CROSS_DEVICE_MODES, CrossDevice
 from .cuda_array import CudaArray
+from .cuda_context import (
+    CUDA_WAIT_ENVIRONMENT,
+    CUDA_WAITS,
+    check_cuda_wait,
+    cuda_wait,
+    cuda_wait_from_environment,
+    set_cuda_wait,
+)
 from .cuda_driver import device_count as cuda_device_count
 from .diagnostics import DIAGNOSTICS_TOPIC, DiagnosticsReporter, PoolDiagnostics, ReaderDiagnostics
 from .diagnostics_format import REPORT_PERIOD_S, STATUS_PREFIX, ReportedCount, ReportedStatus, read_status
@@ -78,6 +86,8 @@ from .views import beyond_array_limits
 
 __all__ = [
     "CROSS_DEVICE_MODES",
+    "CUDA_WAITS",
+    "CUDA_WAIT_ENVIRONMENT",
     "DEFAULT_CHECK_DELAY",
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_REUSE_DELAY",
@@ -140,12 +150,15 @@ __all__ = [
     "UploadBridge",
     "beyond_array_limits",
     "bounded_number",
+    "check_cuda_wait",
     "check_frame_bytes",
     "check_reuse_delay",
     "check_topic",
     "copy_rows",
     "copy_strided",
     "cuda_device_count",
+    "cuda_wait",
+    "cuda_wait_from_environment",
     "declare",
     "encode_jpeg",
     "executor_factory",
@@ -162,6 +175,7 @@ __all__ = [
     "run_node",
     "run_nodes",
     "run_tool",
+    "set_cuda_wait",
     "spin_until_stopped",
     "stop_reason",
     "stop_signals_noted",

@@ -29,6 +29,7 @@ def test_one_camera_and_reader_through_each_transport_prints_the_table(tmp_path)
     assert sorted(rows) == sorted(TRANSPORTS.values()), out.stdout
     saved = json.loads((tmp_path / "multicam.json").read_text())
     assert sorted(saved["rows"]) == sorted(TRANSPORTS)
+    assert (saved["executor"], saved["cuda_wait"]) == ("single", "auto")
     for transport, row in saved["rows"].items():
         assert row["ok"] and row["bad"] == 0 and 0 < row["frames_checked"] <= row["frames_published"], (transport, row)
         assert row["processes"] == 4  # two cameras and their readers, each its own process

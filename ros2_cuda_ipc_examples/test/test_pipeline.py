@@ -179,6 +179,25 @@ def test_blocks_and_reuse_delay_reach_every_node_that_publishes_from_a_pool():
         assert pools == dict.fromkeys(owners, (6, 0.0))
 
 
+def test_the_cuda_wait_reaches_every_node_process_and_a_bad_one_is_a_usage_error(tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    add_run_arguments(parser)
+    options, _ = options_from(parser, parser.parse_args(["--memory", "host", "--cuda-wait", "blocking"]))
+    assert options.cuda_wait == "blocking"
+    assert options_from(parser, parser.parse_args(["--memory", "host"]))[0].cuda_wait == "auto"
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args(["--cuda-wait", "sleepy"])
+    assert exited.value.code == 2 and "invalid choice: 'sleepy'" in capsys.readouterr().err
+    shows = "import os; print('wait', os.environ['ROS2_CUDA_IPC_CUDA_WAIT'])"
+    child = runner._start("node", [sys.executable, "-c", shows], tmp_path, bytes(32), cuda_wait=options.cuda_wait)
+    try:
+        assert child.process.wait(timeout=60) == 0
+    finally:
+        child.process.kill()
+        child.requests.close()
+    assert "wait blocking" in (tmp_path / "node.log").read_text().splitlines()
+
+
 def test_a_source_that_never_starts_fails_the_run_instead_of_stalling_it(tmp_path, monkeypatch):
     # Only the wait for the first frame is short: the camera's own start-up (imports, DDS) keeps the runner's
     # full bound, which a loaded 2-core machine needed more than 3 s of (the test failed so, now and then).
@@ -303,8 +322,9 @@ def test_fanout_on_cuda(tmp_path, width, height, compose):
 @pytest.mark.parametrize("compose", [False, True], ids=["separate", "composed"])
 def test_lidar_on_cuda(tmp_path, compose):
     frames = 50
+    cuda_wait = "blocking" if compose else "auto"  # the container's threads sleep while the GPU works
     options = PipelineOptions(width=2048, height=128, fps=10.0, memory="cuda", frames=frames,
-                              namespace=f"/lidar_cuda_{int(compose)}", out_dir=tmp_path)
+                              namespace=f"/lidar_cuda_{int(compose)}", out_dir=tmp_path, cuda_wait=cuda_wait)
     summary = run_pipeline(lidar(options), options, compose=compose, stream=None)
     print(json.dumps({k: summary[k] for k in ("mode", "source_seconds", "fps", "latency_ms", "same_process_reads")}))
     assert summary["ok"] and summary["frames_published"] == frames

@@ -90,7 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     base, why = pipeline_options(parser, args, "multicam")
     base = replace(base, seconds=args.seconds)
     mode = ("composed" if args.compose else "separate processes") + \
-        ("" if args.executor == "single" else f", {args.executor} executor")
+        ("" if args.executor == "single" else f", {args.executor} executor") + \
+        ("" if args.cuda_wait == "auto" else f", CUDA wait {args.cuda_wait}")
     stop = QuickStop()
     with stop.armed():  # until multicam.json is written: a stop there is noted, and the plot not drawn
         summaries: dict[str, dict[str, Any]] = {}
@@ -104,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
         rows = {transport: multicam_row(summary, base.fps) for transport, summary in summaries.items()}
         print_rows(rows)
-        record: dict[str, Any] = {"rows": rows, "executor": args.executor, "compose": args.compose,
+        record: dict[str, Any] = {"rows": rows, "executor": args.executor, "cuda_wait": args.cuda_wait,
+                                  "compose": args.compose,
                                   "summaries": summaries}
         if stop.by is not None:
             record["partial"] = partial_record(stop.by, list(dict.fromkeys(args.transports)), summaries)

@@ -1,7 +1,8 @@
 """One array API for the example nodes: numpy on host memory, torch (else cupy) on CUDA memory.
 
 The nodes do the same arithmetic whatever the memory is; this module picks the library that can
-do it there, and says in one line what is missing when none can.
+do it there, and says in one line what is missing when none can.  A GPU backend also sets how the process's
+threads wait for the GPU where ``ROS2_CUDA_IPC_CUDA_WAIT`` names it (the pipeline runner's ``--cuda-wait``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ros2_cuda_ipc_core import BlockManager, CudaUnavailableError
+from ros2_cuda_ipc_core import BlockManager, CudaUnavailableError, cuda_wait_from_environment, set_cuda_wait
 
 __all__ = ["ArrayBackend", "MemoryChoiceError", "backend_for", "choose_memory", "cuda_unavailable_reason",
            "gpu_array_library"]
@@ -195,4 +196,15 @@ def backend_for(memory: str, device: int = 0) -> ArrayBackend:
     library = gpu_array_library()
     if library is None:
         raise MemoryChoiceError("CUDA frames need torch or cupy in this process: pip install torch (or cupy-cuda12x)")
-    return ArrayBackend(library, device)
+    backend = ArrayBackend(library, device)
+    _wait_as_the_environment_says(device)
+    return backend
+
+
+@functools.cache
+def _wait_as_the_environment_says(device: int) -> None:
+    """Once a process and device: the CUDA wait ``ROS2_CUDA_IPC_CUDA_WAIT`` names, if any other than ``auto``, the
+    driver's default (a ValueError for a name that is not one)."""
+    wait = cuda_wait_from_environment()
+    if wait not in (None, "auto"):
+        set_cuda_wait(wait, device)

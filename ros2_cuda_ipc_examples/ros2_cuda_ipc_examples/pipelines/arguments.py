@@ -2,7 +2,7 @@
 
 ``pipeline``, ``demo`` and ``benchmark_multicam`` share one set (:func:`add_pipeline_arguments`, read back by
 :func:`pipeline_options`): frame size and rate, memory, one container or a process a node and the nodes'
-executor, the output directory, the namespace, and the pools' blocks and reuse delay.  The runner and the demo
+executor and CUDA wait, the output directory, the namespace, and the pools' blocks and reuse delay.  The runner and the demo
 add how long the source runs and the fanout's tensor type (:func:`add_run_arguments`, read back by
 :func:`options_from`).  Whatever cannot work is a usage error (exit code 2) before anything starts.
 """
@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, EXECUTORS, check_reuse_delay, executor_factory
+from ros2_cuda_ipc_core import CUDA_WAITS, DEFAULT_REUSE_DELAY, EXECUTORS, check_reuse_delay, executor_factory
 
 from ..nodes.arrays import MemoryChoiceError, choose_memory
 from .definitions import DEFAULT_SIZES, ELEMENT_BYTES, MAX_FRAME_BYTES, MIN_SIZES, PipelineOptions
@@ -101,6 +101,10 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser, pipelines: Sequence[
                         help="every node's executor (the container's with --compose): rclpy's single- or "
                              "multi-threaded one, or its C++ events executor, which costs a reader less CPU "
                              "(default: single)")
+    parser.add_argument("--cuda-wait", choices=list(CUDA_WAITS), default="auto",
+                        help="how every node's threads wait for the GPU: auto (the driver's: spin while a process has "
+                             "fewer CUDA contexts than the machine has cores), spin, yield, or blocking (sleep until "
+                             "the GPU is done: no CPU spent waiting) (default: auto)")
     parser.add_argument("--out", type=Path, default=out, help=f"{out_help} (default: %(default)s)")
     parser.add_argument("--namespace", default=None,
                         help=f"ROS namespace of the nodes (default: /{pipelines[0]}"
@@ -148,7 +152,7 @@ def pipeline_options(parser: argparse.ArgumentParser, args: argparse.Namespace,
     except ValueError as exc:
         parser.error(f"argument --executor: {exc}")
     return PipelineOptions(size[0], size[1], fps, memory, namespace=namespace, out_dir=args.out,
-                           block_count=args.blocks, reuse_delay=args.reuse_delay), why
+                           block_count=args.blocks, reuse_delay=args.reuse_delay, cuda_wait=args.cuda_wait), why
 
 
 def options_from(parser: argparse.ArgumentParser, args: argparse.Namespace,

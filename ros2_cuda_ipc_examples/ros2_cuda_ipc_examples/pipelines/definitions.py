@@ -38,6 +38,7 @@ class PipelineOptions:
     block_count: int = 4  # blocks of each publisher's pool
     reuse_delay: float = DEFAULT_REUSE_DELAY  # seconds before a published block is reused
     tensor_dtype: str = "float16"  # of the NCHW tensor Preprocess sends InferenceLike: float16, bfloat16, float32
+    cuda_wait: str = "auto"  # how every node process's threads wait for the GPU (core's CUDA_WAITS)
 
     @property
     def pool_parameters(self) -> dict[str, object]:

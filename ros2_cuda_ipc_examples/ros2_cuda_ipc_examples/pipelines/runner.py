@@ -30,7 +30,14 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
-from ros2_cuda_ipc_core import EXECUTOR_ENVIRONMENT, new_executor, run_tool, stop_signals_noted, tool_parser
+from ros2_cuda_ipc_core import (
+    CUDA_WAIT_ENVIRONMENT,
+    EXECUTOR_ENVIRONMENT,
+    new_executor,
+    run_tool,
+    stop_signals_noted,
+    tool_parser,
+)
 from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL, ComponentSpec
 
 from ..nodes.frame_stats import tail_breakdown
@@ -114,10 +121,11 @@ def _container_command(pipeline: Pipeline, executor: str, namespace: str, restar
 
 
 def _start(name: str, command: list[str], log_dir: Path, key: bytes, mode: str = "w", *,
-           executor: str = "single") -> _Child:
+           executor: str = "single", cuda_wait: str = "auto") -> _Child:
     """Start ``command`` as ``name``, its output into its log; ``key`` signs its nodes' reports (the run's); a
     fresh :class:`RequestPipe` (every start, restarts too) is how the runner asks its nodes for reports; a node
-    process spins on ``executor`` (a container is told with ``--executor`` too)."""
+    process spins on ``executor`` (a container is told with ``--executor`` too) and waits for the GPU as ``cuda_wait``
+    says."""
     log = log_dir / f"{name}.log"
     requests = RequestPipe()
     try:
@@ -126,7 +134,7 @@ def _start(name: str, command: list[str], log_dir: Path, key: bytes, mode: str =
                 out.write(f"--- {name} restarted by the runner ---\n")
                 out.flush()
             env = {**os.environ, PARENT_PID_VARIABLE: str(os.getpid()), REPORT_KEY_VARIABLE: key.hex(),
-                   EXECUTOR_ENVIRONMENT: executor, **requests.environment()}
+                   EXECUTOR_ENVIRONMENT: executor, CUDA_WAIT_ENVIRONMENT: cuda_wait, **requests.environment()}
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        start_new_session=True, env=env, pass_fds=(requests.child_end,))
     except BaseException:
@@ -274,7 +282,8 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
         commands["bag_record"] = record_command(pipeline, options.namespace, record)
     children: list[_Child] = []
     key = new_report_key()
-    restarts = Restarts(restart, lambda name: _start(name, commands[name], log_dir, key, "a", executor=executor),
+    restarts = Restarts(restart, lambda name: _start(name, commands[name], log_dir, key, "a", executor=executor,
+                                                      cuda_wait=options.cuda_wait),
                         table.restarted)
     started = time.monotonic()
     interrupted = False
@@ -300,7 +309,7 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
         spinner.add_node(monitor)
         _refuse_a_running_pipeline(spinner, monitor, pipeline, options.namespace, screen.note)
         for name, command in commands.items():
-            children.append(_start(name, command, log_dir, key, executor=executor))
+            children.append(_start(name, command, log_dir, key, executor=executor, cuda_wait=options.cuda_wait))
         started = time.monotonic()
         _watch(spinner, table, children, screen, started, restarts, watcher)
     except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C: stop the nodes, keep what they reported
