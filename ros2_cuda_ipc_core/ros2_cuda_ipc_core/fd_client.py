@@ -81,6 +81,11 @@ class _OneAtATime:
         self._mutex = threading.Lock()
         self._locks: dict[str, tuple[threading.Lock, int]] = {}
 
+    def forget(self) -> None:
+        """A forked child's fresh start: the parent's threads that held or awaited a lock are not in it."""
+        self._mutex = threading.Lock()
+        self._locks = {}
+
     @contextmanager
     def hold(self, address: str, deadline: float) -> Iterator[bool]:
         """Hold ``address``'s lock until the block ends; yields False if it was not free by ``deadline``."""
@@ -102,6 +107,7 @@ class _OneAtATime:
 
 
 _one_at_a_time = _OneAtATime()
+os.register_at_fork(after_in_child=_one_at_a_time.forget)
 
 
 def open_pool_connection(desc: Descriptor, allowed_uids: Iterable[int], timeout: float,

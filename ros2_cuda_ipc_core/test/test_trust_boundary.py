@@ -356,6 +356,15 @@ def test_a_pool_that_never_answers_holds_up_this_process_s_connections_to_it_alo
         close_fds(fds)
         with pytest.raises(PoolUnavailableError, match="another thread of this process was still waiting"):
             open_pool_connection(mute, (), 0.5, None)
+        child = os.fork()  # the waiting thread is not in the child: its lock must not be either
+        if child == 0:
+            status = 4  # connected: the silent socket cannot have answered
+            try:
+                open_pool_connection(mute, (), 0.5, None)
+            except PoolUnavailableError as exc:
+                status = 3 if "another thread" in str(exc) else 0
+            os._exit(status)
+        assert os.waitpid(child, 0)[1] == 0  # its own connection timed out: not refused for the parent's thread
         waiting.join(10)
         assert len(outcome) == 1 and isinstance(outcome[0], PoolUnavailableError), outcome
         assert "did not answer within 3 s" in str(outcome[0])
