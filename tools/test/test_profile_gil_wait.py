@@ -1,0 +1,38 @@
+"""profile_gil_wait: every row times every frame after its warm-up, the baseline row's copies stay untaken while its
+callbacks wait, and Ctrl-C ends it with 0.  Real processes; no timing is asserted."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TOOL = str(Path(__file__).resolve().parents[1] / "profile_gil_wait.py")
+
+
+@pytest.mark.long
+def test_each_row_times_every_frame_after_its_warm_up(tmp_path):
+    out = tmp_path / "rows.json"
+    result = subprocess.run([sys.executable, TOOL, "--rate", "20", "--count", "25", "--warmup", "5", "--rows",
+                             "alone", "single", "--json", str(out)], capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert sorted(rows) == ["alone", "single"]
+    for row in rows.values():
+        taken, untaken = row["copy_taken_during_wait"]["n"], row["no_copy_during_wait"]["n"]
+        assert row["all"]["n"] == 20 == taken + untaken, row
+    assert rows["alone"]["copy_taken_during_wait"]["n"] == 0  # no executor spins after the warm-up: no copy taken
+    assert [line.split()[0] for line in result.stdout.splitlines()] == ["alone", "single"]
+
+
+@pytest.mark.long
+def test_ctrl_c_ends_it_with_0(tmp_path):
+    tool = subprocess.Popen([sys.executable, TOOL, "--rate", "20", "--count", "400"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(4.0)
+    tool.send_signal(signal.SIGINT)
+    _, err = tool.communicate(timeout=90)
+    assert tool.returncode == 0 and "Traceback" not in err, err
