@@ -15,10 +15,12 @@ Rows, each a fresh publisher process and subscription, one after the other:
 
 ``alone``              after the warm-up no executor spins while the callback waits (the DDS copies wait in
                        the middleware): the sleep's own overshoot, the baseline.
-``single``             rclpy's ``SingleThreadedExecutor`` spins on the main thread (the default).
+``single``             rclpy's ``SingleThreadedExecutor`` spins on the main thread (the default), with the
+                       switch interval the direct subscription sets (core's ``direct/switch_interval.py``: 50 us).
 ``events``             rclpy's C++ ``EventsExecutor`` (where this rclpy has it).
-``single-switch-N``    ``single`` with ``sys.setswitchinterval(N us)``: how long a thread that wants the GIL lets
-                       the holder run before asking it to let go (Python's default: 5,000 us).
+``single-switch-N``    ``single`` with ``sys.setswitchinterval(N us)`` set after the subscription is made: how long
+                       a thread that wants the GIL lets the holder run before asking it to let go (5,000: Python's
+                       default, what the direct path had before it set its own).
 
 Per row: the overshoot's p50 / p90 / max in us over the frames after ``--warmup``, apart for frames whose DDS copy
 was taken while their callback slept and for the others.  It reaches no private names of ours; nothing in the
@@ -37,7 +39,7 @@ import time
 from typing import Any
 
 TOPIC = "ros2_cuda_ipc_profile_gil_wait/image"
-ROWS = ("alone", "single", "events", "single-switch-200", "single-switch-50")
+ROWS = ("alone", "single", "events", "single-switch-5000", "single-switch-20")
 WIDTH, HEIGHT = 640, 480
 
 
@@ -87,8 +89,6 @@ def run_row(row: str, rate: float, count: int, wait_us: float, warmup: int) -> l
     from ros2_cuda_ipc_image import ImageSubscription
 
     switch = sys.getswitchinterval()
-    if row.startswith("single-switch-"):
-        sys.setswitchinterval(int(row.rsplit("-", 1)[1]) / 1e6)
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node("profile_gil_wait_subscriber")
     samples: list[tuple[float, bool]] = []
@@ -108,6 +108,8 @@ def run_row(row: str, rate: float, count: int, wait_us: float, warmup: int) -> l
             done.set()
 
     subscription = ImageSubscription(node, TOPIC, on_frame, delivery="direct", memory="host")
+    if row.startswith("single-switch-"):
+        sys.setswitchinterval(int(row.rsplit("-", 1)[1]) / 1e6)
     publisher = subprocess.Popen([sys.executable, __file__, "--publish", "--rate", str(rate), "--count",
                                   str(count + 2)])
     try:

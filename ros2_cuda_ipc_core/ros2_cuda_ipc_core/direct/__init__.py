@@ -4,5 +4,6 @@ thread that receives it, outside the executor.
 
 ``wire``: the request and the records; ``channels``: the publisher's side of the connections (never blocks);
 ``sender``: what a typed publisher writes per publication; ``receiver``: the subscriber's delivery thread;
-``frames``: the typed message a record stands for.  Subscriptions choose it with ``delivery="direct"``.
+``frames``: the typed message a record stands for; ``switch_interval``: how long a thread waits for the GIL while a
+receiver lives.  Subscriptions choose it with ``delivery="direct"``.
 """

@@ -38,6 +38,7 @@ from ..imported_pool import close_fds
 from ..socket_names import socket_owner
 from ..stats import Counters
 from ..throttle import Throttle
+from .switch_interval import switch_interval
 from .wire import Frame, RecordReader, Refused, Template, subscribe_request
 
 log = logging.getLogger("ros2_cuda_ipc")
@@ -101,6 +102,7 @@ class DirectReceiver:
         self._behind: set[_Channel] = set()  # channels with records left over from their last turn
         self._closing = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        switch_interval.hold()  # its callbacks get the GIL back soon after a GPU wait (switch_interval.py)
         self._thread.start()
 
     # --- any thread ---------------------------------------------------------------------------------
@@ -124,6 +126,7 @@ class DirectReceiver:
         if self._closing:
             return
         self._closing = True
+        switch_interval.release()
         self.submit(lambda: None)
         if not self.on_delivery_thread:
             self._thread.join(timeout=10.0)
