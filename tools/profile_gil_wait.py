@@ -21,10 +21,13 @@ Rows, each a fresh publisher process and subscription, one after the other:
 ``single-switch-N``    ``single`` with ``sys.setswitchinterval(N us)`` set after the subscription is made: how long
                        a thread that wants the GIL lets the holder run before asking it to let go (5,000: Python's
                        default, what the direct path had before it set its own).
+``single-ab``          ``single`` with the interval alternated frame by frame, 50 and 5,000 us (set after each
+                       callback for the next frame): the two compared under the same conditions, in one run.
 
 Per row: the overshoot's p50 / p90 / max in us over the frames after ``--warmup``, apart for frames whose DDS copy
-was taken while their callback slept and for the others.  It reaches no private names of ours; nothing in the
-packages imports it.
+was taken while their callback slept and for the others; and the time from the publisher's stamp to the wait's end
+(what a consumer-ready time would be), which also counts what the GIL costs the frame before its callback.
+It reaches no private names of ours; nothing in the packages imports it.
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ import time
 from typing import Any
 
 TOPIC = "ros2_cuda_ipc_profile_gil_wait/image"
-ROWS = ("alone", "single", "events", "single-switch-5000", "single-switch-20")
+ROWS = ("alone", "single", "events", "single-switch-5000", "single-switch-20", "single-ab")
+#: The switch intervals ``single-ab`` alternates frame by frame (us): the direct receiver's and Python's default.
+AB_INTERVALS = (50, 5000)
 WIDTH, HEIGHT = 640, 480
 
 
@@ -49,6 +54,7 @@ def publish(rate: float, count: int) -> int:
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
+    from std_msgs.msg import Header
 
     from ros2_cuda_ipc_image import ImagePublisher
 
@@ -69,7 +75,9 @@ def publish(rate: float, count: int) -> int:
         while time.monotonic() < start + seq * period:
             executor.spin_once(timeout_sec=max(0.0, start + seq * period - time.monotonic()))
         picture[0, 0, 0] = seq % 256
-        if camera.publish_array(picture) is None:
+        header = Header()
+        header.stamp.sec, header.stamp.nanosec = divmod(time.time_ns(), 1_000_000_000)
+        if camera.publish_array(picture, header=header) is None:
             print(f"frame {seq}: no free block", file=sys.stderr)
     end = time.monotonic() + 1.0
     while time.monotonic() < end:
@@ -79,8 +87,10 @@ def publish(rate: float, count: int) -> int:
     return 0
 
 
-def run_row(row: str, rate: float, count: int, wait_us: float, warmup: int) -> list[tuple[float, bool]]:
-    """One row: (overshoot in us, whether the frame's DDS copy was taken during its callback's wait) per frame."""
+def run_row(row: str, rate: float, count: int, wait_us: float,
+            warmup: int) -> list[tuple[float, bool, float, int]]:
+    """One row, per frame: the overshoot (us), whether the frame's DDS copy was taken during its callback's wait, and
+    publish to the wait's end (us, the stamp's clock), and the switch interval it had (us)."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
@@ -91,7 +101,7 @@ def run_row(row: str, rate: float, count: int, wait_us: float, warmup: int) -> l
     switch = sys.getswitchinterval()
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node("profile_gil_wait_subscriber")
-    samples: list[tuple[float, bool]] = []
+    samples: list[tuple[float, bool, float, int]] = []
     done = threading.Event()
 
     def dds_copies() -> int:  # taken by the executor's thread, each dropped as the duplicate it is
@@ -99,17 +109,23 @@ def run_row(row: str, rate: float, count: int, wait_us: float, warmup: int) -> l
 
     def on_frame(view: Any) -> None:
         before = dds_copies()
+        interval = round(sys.getswitchinterval() * 1e6)  # what this frame was received and waited with
         began = time.perf_counter_ns()
         time.sleep(wait_us / 1e6)  # GIL released, as a stream's synchronize releases it
         took = (time.perf_counter_ns() - began) / 1e3
+        ready = (time.time_ns() - (view.header.stamp.sec * 1_000_000_000 + view.header.stamp.nanosec)) / 1e3
         view.close()
-        samples.append((took - wait_us, dds_copies() != before))
+        samples.append((took - wait_us, dds_copies() != before, ready, interval))
+        if row == "single-ab":
+            sys.setswitchinterval(AB_INTERVALS[len(samples) % 2] / 1e6)
         if len(samples) >= count:
             done.set()
 
     subscription = ImageSubscription(node, TOPIC, on_frame, delivery="direct", memory="host")
     if row.startswith("single-switch-"):
         sys.setswitchinterval(int(row.rsplit("-", 1)[1]) / 1e6)
+    elif row == "single-ab":
+        sys.setswitchinterval(AB_INTERVALS[0] / 1e6)
     publisher = subprocess.Popen([sys.executable, __file__, "--publish", "--rate", str(rate), "--count",
                                   str(count + 2)])
     try:
@@ -118,9 +134,11 @@ def run_row(row: str, rate: float, count: int, wait_us: float, warmup: int) -> l
         executor.add_node(node)
         deadline = time.monotonic() + count / rate + 60
         # The direct channel opens on the first DDS descriptor: every row spins through its warm-up; "alone" then
-        # stops, and the copies wait in the middleware while the callbacks run.
-        while not done.is_set() and time.monotonic() < deadline and (row != "alone" or len(samples) < warmup):
-            executor.spin_once(timeout_sec=0.1)
+        # stops, and the copies wait in the middleware while the callbacks run.  It stops two frames before the
+        # warm-up ends, in turns of 5 ms: a turn still under way when the first measured frame came took its copy.
+        turn = 0.005 if row == "alone" else 0.1
+        while not done.is_set() and time.monotonic() < deadline and (row != "alone" or len(samples) < warmup - 2):
+            executor.spin_once(timeout_sec=turn)
         done.wait(timeout=max(0.0, deadline - time.monotonic()))
         executor.remove_node(node)
     finally:
@@ -136,7 +154,7 @@ def run_row(row: str, rate: float, count: int, wait_us: float, warmup: int) -> l
     return samples[:count]  # the publisher sends two more: a row ends at its count
 
 
-def summary(samples: list[tuple[float, bool]], warmup: int) -> dict[str, Any]:
+def summary(samples: list[tuple[float, bool, float, int]], warmup: int) -> dict[str, Any]:
     steady = samples[warmup:]
 
     def stats(values: list[float]) -> dict[str, Any]:
@@ -146,8 +164,10 @@ def summary(samples: list[tuple[float, bool]], warmup: int) -> dict[str, Any]:
         return {"n": len(ordered), "p50": round(statistics.median(ordered), 1),
                 "p90": round(ordered[int(0.9 * (len(ordered) - 1))], 1), "max": round(ordered[-1], 1)}
 
-    return {"all": stats([o for o, _ in steady]), "copy_taken_during_wait": stats([o for o, c in steady if c]),
-            "no_copy_during_wait": stats([o for o, c in steady if not c])}
+    return {"all": stats([o for o, _, _, _ in steady]),
+            "copy_taken_during_wait": stats([o for o, c, _, _ in steady if c]),
+            "no_copy_during_wait": stats([o for o, c, _, _ in steady if not c]),
+            "publish_to_wait_end": stats([r for _, _, r, _ in steady])}
 
 
 def main() -> int:
@@ -161,23 +181,32 @@ def _main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rate", type=float, default=30.0, help="frames a second (default: %(default)s)")
     parser.add_argument("--count", type=int, default=200, help="frames a row (default: %(default)s)")
-    parser.add_argument("--warmup", type=int, default=20, help="first frames left out (default: %(default)s)")
+    parser.add_argument("--warmup", type=int, default=20, help="first frames left out, at least 3 (default: "
+                        "%(default)s)")
     parser.add_argument("--wait-us", type=float, default=400.0, help="the GIL-free wait standing in for a "
                         "stream's synchronize (default: %(default)s)")
     parser.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS))
     parser.add_argument("--json", help="write the rows here too")
     parser.add_argument("--publish", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.warmup < 3:
+        parser.error("--warmup must be at least 3: the direct channel opens, and 'alone' stops spinning, in it")
     if args.publish:
         return publish(args.rate, args.count)
     results = {}
     for row in args.rows:
         samples = run_row(row, args.rate, args.count, args.wait_us, args.warmup)
-        results[row] = summary(samples, args.warmup)
-        cells = results[row]
-        print(f"{row:<20} " + "  ".join(
-            f"{name}: n {c['n']}" + (f" p50 {c['p50']} p90 {c['p90']} max {c['max']}" if c["n"] else "")
-            for name, c in cells.items()), flush=True)
+        if row == "single-ab":  # one result per interval, its frames' warm-up left out as a whole row's
+            steady = samples[args.warmup:]
+            parts = {f"{row}-{us}": summary([sample for sample in steady if sample[3] == us], 0)
+                     for us in AB_INTERVALS}
+        else:
+            parts = {row: summary(samples, args.warmup)}
+        for name, cells in parts.items():
+            results[name] = cells
+            print(f"{name:<20} " + "  ".join(
+                f"{key}: n {c['n']}" + (f" p50 {c['p50']} p90 {c['p90']} max {c['max']}" if c["n"] else "")
+                for key, c in cells.items()), flush=True)
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"wait_us": args.wait_us, "rate": args.rate, "rows": results}, out, indent=1)

@@ -1,5 +1,6 @@
-"""profile_gil_wait: every row times every frame after its warm-up, the baseline row's copies stay untaken while its
-callbacks wait, and Ctrl-C ends it with 0.  Real processes; no timing is asserted."""
+"""profile_gil_wait: every row times every frame after its warm-up (the A/B row's frames alternate between its two
+switch intervals), the baseline row's copies stay untaken while its callbacks wait, and Ctrl-C ends it with 0.  Real
+processes; no timing is asserted."""
 
 import json
 import signal
@@ -17,15 +18,19 @@ TOOL = str(Path(__file__).resolve().parents[1] / "profile_gil_wait.py")
 def test_each_row_times_every_frame_after_its_warm_up(tmp_path):
     out = tmp_path / "rows.json"
     result = subprocess.run([sys.executable, TOOL, "--rate", "20", "--count", "25", "--warmup", "5", "--rows",
-                             "alone", "single", "--json", str(out)], capture_output=True, text=True, timeout=240)
+                             "alone", "single", "single-ab", "--json", str(out)], capture_output=True, text=True,
+                            timeout=240)
     assert result.returncode == 0, result.stderr
     rows = json.loads(out.read_text())["rows"]
-    assert sorted(rows) == ["alone", "single"]
-    for row in rows.values():
+    names = ["alone", "single", "single-ab-50", "single-ab-5000"]
+    assert sorted(rows) == names
+    for name, row in rows.items():
         taken, untaken = row["copy_taken_during_wait"]["n"], row["no_copy_during_wait"]["n"]
-        assert row["all"]["n"] == 20 == taken + untaken, row
+        frames = 10 if name.startswith("single-ab") else 20  # the A/B row's 20 frames alternate
+        assert row["all"]["n"] == frames == taken + untaken == row["publish_to_wait_end"]["n"], (name, row)
+        assert row["publish_to_wait_end"]["p50"] > 0, (name, row)
     assert rows["alone"]["copy_taken_during_wait"]["n"] == 0  # no executor spins after the warm-up: no copy taken
-    assert [line.split()[0] for line in result.stdout.splitlines()] == ["alone", "single"]
+    assert [line.split()[0] for line in result.stdout.splitlines()] == names
 
 
 @pytest.mark.long
