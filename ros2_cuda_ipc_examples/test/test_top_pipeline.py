@@ -30,7 +30,10 @@ def test_top_shows_the_fanout_pipeline_pools_and_readers(tmp_path):
         while time.monotonic() < deadline and pipeline.poll() is None:
             topics = {row["topic"]: row for row in snapshot()["topics"]}
             image, tensor = topics.get("/toptest/image"), topics.get("/toptest/preprocessed")
-            if image and tensor and len(image["readers"]) >= 3 and tensor["readers"] and image["rate_hz"]:
+            # The preprocess node makes its tensor pool at its first frame and reports it within a second; until
+            # then the inference reader's status alone makes the tensor's row, publisher "?" (CI once broke here).
+            if (image and tensor and len(image["readers"]) >= 3 and tensor["readers"] and image["rate_hz"]
+                    and tensor["publisher"] != "?"):
                 break
         assert pipeline.poll() is None, pipeline.communicate()
         image, tensor = topics["/toptest/image"], topics["/toptest/preprocessed"]
