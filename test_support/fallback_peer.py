@@ -32,7 +32,7 @@ from ack_flow import ack_qos
 from peers import peer_node, play
 from std_msgs.msg import Header, String
 
-from ros2_cuda_ipc_core.socket_names import pool_socket_path
+from ros2_cuda_ipc_core.pool.socket_names import pool_socket_path
 
 QOS = 100
 HEIGHT, WIDTH = 720, 1280

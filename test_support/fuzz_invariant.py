@@ -19,7 +19,7 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from ros2_cuda_ipc_core.socket_names import pool_socket_path
+from ros2_cuda_ipc_core.pool.socket_names import pool_socket_path
 
 #: Bounded so that CI stays fast; a run of a few seconds per message type.  The same examples every run
 #: (derandomize): each fuzz file's check that both outcomes, read and refused, were drawn must not rest on chance.

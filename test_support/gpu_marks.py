@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
+from ros2_cuda_ipc_core.memory.cuda_driver import unavailable_reason
 
 #: Why CUDA device 0 cannot be used here (no driver, no device, ...), or None where it can.
 NO_GPU = unavailable_reason(0)

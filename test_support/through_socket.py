@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ros2_cuda_ipc_core import pool as pool_module
+from ros2_cuda_ipc_core.pool import block_manager as pool_module
 
 
 def through_socket(core: Any) -> Any:

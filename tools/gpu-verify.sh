@@ -26,7 +26,7 @@ nvidia-smi -L || { echo "gpu-verify: nvidia-smi found no NVIDIA GPU here" >&2; e
 source .workspace/env.sh
 python - <<'PY'
 import sys
-from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
+from ros2_cuda_ipc_core.memory.cuda_driver import unavailable_reason
 reason = unavailable_reason(0)
 sys.exit(f"gpu-verify: CUDA is not usable here: {reason}" if reason else 0)
 PY

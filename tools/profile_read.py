@@ -29,22 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from ros2_cuda_ipc_core import (
-    Reader,
-    cuda_array,
-    cuda_context,
-    cuda_memory,
-    cuda_releaser,
-    descriptor,
-    imported_pool,
-    layout,
-    leases,
-    read_handle,
-    reader,
-    stats,
-    views,
-)
+from ros2_cuda_ipc_core import Reader, stats
 from ros2_cuda_ipc_core.measure_cost import WARMUP_FRAMES, _consumer_stream, _with_publisher, percentile
+from ros2_cuda_ipc_core.memory import cuda_array, cuda_context, cuda_memory, cuda_releaser, layout, views
+from ros2_cuda_ipc_core.pool import descriptor, imported_pool, leases, read_handle, reader
 
 _frame: collections.Counter[str] = collections.Counter()
 _calls: collections.Counter[str] = collections.Counter()

@@ -7,23 +7,6 @@ turns the descriptor back into a leased, read-only view of the very same memory.
 (images, point clouds) build on.
 """
 
-from . import startup  # noqa: F401  (first: in an executable, a stop while the rest imports is a clean exit 0)
-from .arguments import bounded_number
-from .cross_device import CROSS_DEVICE_MODES, CrossDevice
-from .cuda_array import CudaArray
-from .cuda_context import (
-    CUDA_WAIT_ENVIRONMENT,
-    CUDA_WAITS,
-    check_cuda_wait,
-    cuda_wait,
-    cuda_wait_from_environment,
-    set_cuda_wait,
-)
-from .cuda_driver import device_count as cuda_device_count
-from .diagnostics import DIAGNOSTICS_TOPIC, DiagnosticsReporter, PoolDiagnostics, ReaderDiagnostics
-from .diagnostics_format import REPORT_PERIOD_S, STATUS_PREFIX, ReportedCount, ReportedStatus, read_status
-from .dlpack_dtype import DLPackDType
-from .download import BackgroundDownload
 from .errors import (
     CudaDriverError,
     CudaUnavailableError,
@@ -35,16 +18,55 @@ from .errors import (
     Ros2CudaIpcError,
     StaleDescriptorError,
 )
-from .executors import EXECUTOR_ENVIRONMENT, EXECUTORS, executor_factory, executor_from_environment, new_executor
-from .jpeg import ChannelOrder, JpegUnavailableError, encode_jpeg, jpeg_backend, warm_up_jpeg
-from .message_bytes import message_bytes
-from .node_cli import STARTUP_ERRORS, node_help, plain_text, refuse_unusable_memory, run_node, tool_parser
-from .parameters import NodeParameter, ParameterError, ParameterValue, declare, parameter_table
-from .pool import DEFAULT_REUSE_DELAY, BlockManager, MemoryKind, check_reuse_delay
-from .publish_block import PublishBlock
-from .read_handle import ReadHandle
-from .reader import Reader
-from .shutdown import (
+from .memory.cross_device import CROSS_DEVICE_MODES, CrossDevice
+from .memory.cuda_array import CudaArray
+from .memory.cuda_context import (
+    CUDA_WAIT_ENVIRONMENT,
+    CUDA_WAITS,
+    check_cuda_wait,
+    cuda_wait,
+    cuda_wait_from_environment,
+    set_cuda_wait,
+)
+from .memory.cuda_driver import device_count as cuda_device_count
+from .memory.dlpack_dtype import DLPackDType
+from .memory.download import BackgroundDownload
+from .memory.streams import StreamLike
+from .memory.transfer import copy_rows, copy_strided
+from .memory.views import beyond_array_limits
+from .node import startup  # noqa: F401  (first: in an executable, a stop while the rest imports is a clean exit 0)
+from .node.arguments import RosArgumentsError, bounded_number, check_ros_arguments, topic_name
+from .node.diagnostics import DIAGNOSTICS_TOPIC, DiagnosticsReporter, PoolDiagnostics, ReaderDiagnostics
+from .node.diagnostics_format import (
+    REPORT_PERIOD_S,
+    STATUS_PREFIX,
+    ReportedCount,
+    ReportedStatus,
+    read_status,
+    reported_number,
+)
+from .node.executors import EXECUTOR_ENVIRONMENT, EXECUTORS, executor_factory, executor_from_environment, new_executor
+from .node.message_bytes import message_bytes
+from .node.node_cli import (
+    STARTUP_ERRORS,
+    node_help,
+    plain_text,
+    refuse_unusable_memory,
+    run_node,
+    tool_parser,
+    version_of,
+)
+from .node.parameters import (
+    NodeParameter,
+    ParameterError,
+    ParameterValue,
+    declare,
+    not_negative,
+    parameter_table,
+    positive,
+    warn_unknown_parameters,
+)
+from .node.shutdown import (
     TEARDOWN_BOUND,
     run_nodes,
     run_tool,
@@ -53,9 +75,11 @@ from .shutdown import (
     stop_signals_noted,
     teardown_bounded,
 )
-from .streams import StreamLike
-from .topic_check import DEFAULT_CHECK_DELAY, TopicCheck, check_topic, message_type_name
-from .transfer import copy_rows, copy_strided
+from .node.topic_check import DEFAULT_CHECK_DELAY, TopicCheck, check_topic, message_type_name
+from .pool.block_manager import DEFAULT_REUSE_DELAY, BlockManager, MemoryKind, check_reuse_delay
+from .pool.publish_block import PublishBlock
+from .pool.read_handle import ReadHandle
+from .pool.reader import Reader
 from .typed import (
     DEFAULT_MAX_FRAME_BYTES,
     ArrayProtocols,
@@ -78,11 +102,15 @@ from .typed import (
     TypedSubscription,
     TypedView,
     UploadBridge,
+    check_count,
     check_frame_bytes,
+    check_index,
+    check_integers,
+    check_optional_count,
     strided_source,
     twin_topic,
 )
-from .views import beyond_array_limits
+from .typed.jpeg import ChannelOrder, JpegUnavailableError, encode_jpeg, jpeg_backend, warm_up_jpeg
 
 __all__ = [
     "CROSS_DEVICE_MODES",
@@ -133,6 +161,7 @@ __all__ = [
     "ReportedCount",
     "ReportedStatus",
     "Ros2CudaIpcError",
+    "RosArgumentsError",
     "Route",
     "StaleDescriptorError",
     "StreamLike",
@@ -150,9 +179,14 @@ __all__ = [
     "UploadBridge",
     "beyond_array_limits",
     "bounded_number",
+    "check_count",
     "check_cuda_wait",
     "check_frame_bytes",
+    "check_index",
+    "check_integers",
+    "check_optional_count",
     "check_reuse_delay",
+    "check_ros_arguments",
     "check_topic",
     "copy_rows",
     "copy_strided",
@@ -168,10 +202,13 @@ __all__ = [
     "message_type_name",
     "new_executor",
     "node_help",
+    "not_negative",
     "parameter_table",
     "plain_text",
+    "positive",
     "read_status",
     "refuse_unusable_memory",
+    "reported_number",
     "run_node",
     "run_nodes",
     "run_tool",
@@ -182,6 +219,9 @@ __all__ = [
     "strided_source",
     "teardown_bounded",
     "tool_parser",
+    "topic_name",
     "twin_topic",
+    "version_of",
     "warm_up_jpeg",
+    "warn_unknown_parameters",
 ]

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from .node_cli import refuse_unusable_memory, tool_parser
-from .pool import BlockManager, MemoryKind
-from .reader import Reader
+from .node.node_cli import refuse_unusable_memory, tool_parser
+from .pool.block_manager import BlockManager, MemoryKind
+from .pool.reader import Reader
 
 PHASES = ("read", "view", "__dlpack__", "release")
 WARMUP_FRAMES = 10
@@ -104,8 +104,8 @@ def measure_tight(memory: MemoryKind, count: int) -> dict[str, float]:
 def _consumer_stream(memory: str) -> int:
     if memory != "cuda":
         return 0
-    from .cuda_context import driver, on_device
-    from .cuda_driver import driver_call
+    from .memory.cuda_context import driver, on_device
+    from .memory.cuda_driver import driver_call
 
     cu = driver()
     with on_device(0):
@@ -184,6 +184,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from .shutdown import run_tool
+    from .node.shutdown import run_tool
 
     raise SystemExit(run_tool(main))

@@ -41,10 +41,10 @@ from std_msgs.msg import Header
 from typed_cloud import POINT_STEP, RecordLayout, RecordReader
 
 from ros2_cuda_ipc_core import TypedPublisher, TypedSubscription
-from ros2_cuda_ipc_core.descriptor import socket_address
 from ros2_cuda_ipc_core.direct.wire import frame_record, subscribe_request, template_record
-from ros2_cuda_ipc_core.layout import HEADER_SIZE
-from ros2_cuda_ipc_core.socket_names import pool_socket_path
+from ros2_cuda_ipc_core.memory.layout import HEADER_SIZE
+from ros2_cuda_ipc_core.pool.descriptor import socket_address
+from ros2_cuda_ipc_core.pool.socket_names import pool_socket_path
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 
 QOS = 100

@@ -29,9 +29,9 @@ import time
 
 import numpy as np
 
-from ros2_cuda_ipc_core.descriptor import socket_address
-from ros2_cuda_ipc_core.layout import HEADER_SIZE
-from ros2_cuda_ipc_core.leases import FIRST_BLOCK_LEASE, lock_request
+from ros2_cuda_ipc_core.memory.layout import HEADER_SIZE
+from ros2_cuda_ipc_core.pool.descriptor import socket_address
+from ros2_cuda_ipc_core.pool.leases import FIRST_BLOCK_LEASE, lock_request
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -216,7 +216,8 @@ def read_with_free_fds(free: str) -> dict:
 def squat(pool_id: str, victim_pid: str, socket_dir: str, victim_pid_namespace: str = "") -> dict:
     from core_peer import core_to_json
 
-    from ros2_cuda_ipc_core import BlockManager, socket_names
+    from ros2_cuda_ipc_core import BlockManager
+    from ros2_cuda_ipc_core.pool import socket_names
 
 
     victim_id = bytes.fromhex(pool_id)

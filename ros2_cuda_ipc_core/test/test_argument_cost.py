@@ -14,9 +14,9 @@ from parser_cost import measure
 from rclpy.parameter import Parameter
 
 from ros2_cuda_ipc_core import NodeParameter
-from ros2_cuda_ipc_core.arguments import RosArgumentsError, check_ros_arguments, topic_name
-from ros2_cuda_ipc_core.node_cli import parse_node_arguments
-from ros2_cuda_ipc_core.parameters import unknown_parameters
+from ros2_cuda_ipc_core.node.arguments import RosArgumentsError, check_ros_arguments, topic_name
+from ros2_cuda_ipc_core.node.node_cli import parse_node_arguments
+from ros2_cuda_ipc_core.node.parameters import unknown_parameters
 
 COST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                          HealthCheck.function_scoped_fixture])

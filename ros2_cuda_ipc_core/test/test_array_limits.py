@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from ros2_cuda_ipc_core import InvalidDescriptorError, beyond_array_limits
-from ros2_cuda_ipc_core.views import host_array
+from ros2_cuda_ipc_core.memory.views import host_array
 
 INT64_MAX = 2**63 - 1
 

@@ -14,8 +14,8 @@ from gpu_marks import NO_GPU
 from peers import run_peers
 
 from ros2_cuda_ipc_core import BlockManager, DeviceMismatchError, Reader, StaleDescriptorError
-from ros2_cuda_ipc_core.cross_device import STAGING_BLOCKS, choose_path
-from ros2_cuda_ipc_core.descriptor import Descriptor
+from ros2_cuda_ipc_core.memory.cross_device import STAGING_BLOCKS, choose_path
+from ros2_cuda_ipc_core.pool.descriptor import Descriptor
 
 PEER = str(Path(__file__).with_name("cuda_peer.py"))
 

@@ -38,7 +38,7 @@ def wait_until(condition, timeout: float = 5.0) -> bool:
 def gpu_free_bytes() -> int:
     from cuda.bindings import driver
 
-    from ros2_cuda_ipc_core.cuda_context import on_device
+    from ros2_cuda_ipc_core.memory.cuda_context import on_device
 
     with on_device(0):
         return int(driver.cuMemGetInfo()[1])
@@ -66,8 +66,8 @@ def test_500_frames_to_torch_and_cupy_processes():
 def test_slow_producer_is_waited_for_on_the_consumer_stream(sync):
     """A 50 ms kernel before each fill, no host sync at publish: no reader ever sees a torn frame, by timeline
     values where the driver has stream memory operations (it does on every GPU this runs on) or by events."""
-    from ros2_cuda_ipc_core.cuda_timeline import timeline_unsupported
-    from ros2_cuda_ipc_core.layout import SYNC_EVENTS, SYNC_TIMELINE
+    from ros2_cuda_ipc_core.memory.cuda_timeline import timeline_unsupported
+    from ros2_cuda_ipc_core.memory.layout import SYNC_EVENTS, SYNC_TIMELINE
 
     assert timeline_unsupported(0) is None  # every GPU this runs on has stream memory operations
     published, outs = run_pipeline(12, 50, sync)
@@ -123,7 +123,7 @@ def test_reader_view_is_read_only():
             pointer = ctypes.pythonapi.PyCapsule_GetPointer
             pointer.restype, pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
             assert name(capsule) == b"dltensor_versioned"
-            from ros2_cuda_ipc_core.dlpack import DLManagedTensorVersioned
+            from ros2_cuda_ipc_core.memory.dlpack import DLManagedTensorVersioned
 
             managed = DLManagedTensorVersioned.from_address(pointer(capsule, b"dltensor_versioned"))
             assert managed.flags & 1 and (managed.version.major, managed.version.minor) == (1, 1)

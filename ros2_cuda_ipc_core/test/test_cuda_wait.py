@@ -41,7 +41,7 @@ SETS_THE_WAIT = """
 import sys
 from cuda.bindings import driver as cu
 from ros2_cuda_ipc_core import cuda_wait, set_cuda_wait
-from ros2_cuda_ipc_core.cuda_context import on_device
+from ros2_cuda_ipc_core.memory.cuda_context import on_device
 
 library = sys.argv[1]
 if library == "torch":

@@ -14,8 +14,8 @@ from setters import unchecked
 from through_socket import socket_only
 
 from ros2_cuda_ipc_core import BlockManager, InvalidDescriptorError, Reader, Ros2CudaIpcError
-from ros2_cuda_ipc_core.descriptor import Descriptor, socket_address
-from ros2_cuda_ipc_core.socket_names import pool_socket_path
+from ros2_cuda_ipc_core.pool.descriptor import Descriptor, socket_address
+from ros2_cuda_ipc_core.pool.socket_names import pool_socket_path
 from ros2_cuda_ipc_msgs.msg import BufferCore
 
 HYPOTHESIS = settings(max_examples=150, deadline=1000, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from ros2_cuda_ipc_core import BlockManager, DiagnosticsReporter, PoolDiagnostics, Reader, ReaderDiagnostics, read_status
-from ros2_cuda_ipc_core.diagnostics_format import (
+from ros2_cuda_ipc_core.node.diagnostics_format import (
     POOL_KEYS,
     READER_KEYS,
     format_leases,

@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 from ros2_cuda_ipc_core.direct.receiver import MAX_UNUSABLE
-from ros2_cuda_ipc_core.failure_cache import QUIET
+from ros2_cuda_ipc_core.pool.failure_cache import QUIET
 
 PEER = str(Path(__file__).with_name("direct_peer.py"))
 

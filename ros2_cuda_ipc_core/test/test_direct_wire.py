@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ros2_cuda_ipc_core import BlockManager, InvalidDescriptorError
-from ros2_cuda_ipc_core.descriptor import socket_address
 from ros2_cuda_ipc_core.direct.wire import (
     INCOMPLETE,
     MAX_RECORD_BYTES,
@@ -24,7 +23,8 @@ from ros2_cuda_ipc_core.direct.wire import (
     subscribe_request,
     template_record,
 )
-from ros2_cuda_ipc_core.layout import HEADER_SIZE
+from ros2_cuda_ipc_core.memory.layout import HEADER_SIZE
+from ros2_cuda_ipc_core.pool.descriptor import socket_address
 
 RECORDS = st.one_of(
     st.builds(lambda *f: frame_record(*f), st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1),

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from ros2_cuda_ipc_core.dlpack import KDL_CPU, live_capsules, make_capsule
+from ros2_cuda_ipc_core.memory.dlpack import KDL_CPU, live_capsules, make_capsule
 
 
 class HostExport:
@@ -77,7 +77,7 @@ def test_strides_must_be_whole_elements():
 @pytest.mark.skipif(np.dtype(np.clongdouble).itemsize < 32, reason="long double is double here: no 256-bit complex")
 def test_a_dtype_wider_than_dlpack_bits_is_refused_before_a_slot_is_taken():
     """DLPack counts bits in a uint8: complex256 is a BufferError, and the slab slot is not lost on the way."""
-    from ros2_cuda_ipc_core import dlpack
+    from ros2_cuda_ipc_core.memory import dlpack
 
     free = len(dlpack._free_slots)
     with pytest.raises(BufferError, match="no DLPack equivalent"):
@@ -87,7 +87,7 @@ def test_a_dtype_wider_than_dlpack_bits_is_refused_before_a_slot_is_taken():
 
 @pytest.mark.parametrize("versioned", [True, False])
 def test_capsule_bytes_read_back_through_the_dlpack_structures(versioned):
-    from ros2_cuda_ipc_core.dlpack import KDL_CUDA, DLManagedTensor, DLManagedTensorVersioned
+    from ros2_cuda_ipc_core.memory.dlpack import KDL_CUDA, DLManagedTensor, DLManagedTensorVersioned
 
     capsule = make_capsule(None, 0xDEAD0000, (KDL_CUDA, 3), (5, 7, 4), (112, 16, 4), np.dtype(np.float32),
                            versioned, True)
@@ -134,7 +134,7 @@ def test_a_consumer_that_outlives_the_modules_exits_cleanly():
     script = (
         "import sys\n"
         "import numpy as np\n"
-        "from ros2_cuda_ipc_core.dlpack import KDL_CPU, make_capsule\n"
+        "from ros2_cuda_ipc_core.memory.dlpack import KDL_CPU, make_capsule\n"
         "class HostExport:\n"
         "    def __init__(self, array): self.array = array\n"
         "    def __dlpack_device__(self): return (KDL_CPU, 0)\n"
@@ -191,7 +191,7 @@ def test_message_fields_are_checked_naming_the_field(fields, needle):
 @pytest.mark.parametrize("name", NUMPYLESS_TYPES)
 def test_a_type_numpy_lacks_exports_under_its_own_code(name):
     from ros2_cuda_ipc_core import DLPackDType
-    from ros2_cuda_ipc_core.dlpack import host_capsule, read_export
+    from ros2_cuda_ipc_core.memory.dlpack import host_capsule, read_export
 
     element = DLPackDType.of(name)
     bits = np.arange(12, dtype=element.storage).reshape(3, 4).T  # transposed: strides travel as they are

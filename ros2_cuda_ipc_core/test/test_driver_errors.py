@@ -5,7 +5,7 @@ import pickle
 import pytest
 
 from ros2_cuda_ipc_core import CudaDriverError, CudaUnavailableError, Ros2CudaIpcError
-from ros2_cuda_ipc_core.cuda_driver import check
+from ros2_cuda_ipc_core.memory.cuda_driver import check
 
 driver = pytest.importorskip("cuda.bindings.driver", reason="cuda-python is not installed")
 

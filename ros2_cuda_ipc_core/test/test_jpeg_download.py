@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from gpu_marks import needs_gpu
 
-from ros2_cuda_ipc_core import BackgroundDownload, JpegUnavailableError, encode_jpeg, jpeg, jpeg_backend, warm_up_jpeg
+from ros2_cuda_ipc_core import BackgroundDownload, JpegUnavailableError, encode_jpeg, jpeg_backend, warm_up_jpeg
+from ros2_cuda_ipc_core.typed import jpeg
 
 
 def gradient(channels: int = 3) -> np.ndarray:

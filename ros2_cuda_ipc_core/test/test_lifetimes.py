@@ -13,7 +13,7 @@ from peers import ask, spawn_peer
 from through_socket import through_socket
 
 from ros2_cuda_ipc_core import BlockManager, PoolUnavailableError, Reader, StaleDescriptorError
-from ros2_cuda_ipc_core.host_memory import ImportedHostMemory
+from ros2_cuda_ipc_core.memory.host_memory import ImportedHostMemory
 
 PEER = str(Path(__file__).with_name("core_peer.py"))
 

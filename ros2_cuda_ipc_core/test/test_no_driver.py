@@ -7,7 +7,7 @@ from gpu_marks import NO_GPU
 from test_descriptors import FakePool, some_fds
 
 from ros2_cuda_ipc_core import BlockManager, CudaUnavailableError, Reader
-from ros2_cuda_ipc_core.layout import MEMORY_CUDA, PoolHeader
+from ros2_cuda_ipc_core.memory.layout import MEMORY_CUDA, PoolHeader
 from ros2_cuda_ipc_msgs.msg import BufferCore
 
 pytestmark = pytest.mark.skipif(NO_GPU is None, reason="a CUDA driver is present; these check its absence")

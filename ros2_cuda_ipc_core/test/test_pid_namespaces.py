@@ -11,7 +11,7 @@ from core_peer import core_from_json
 from isolation import other_pid_namespace, pid_namespaces_unavailable
 
 from ros2_cuda_ipc_core import PoolIdentityError, Reader
-from ros2_cuda_ipc_core.socket_names import own_pid_namespace, socket_owner
+from ros2_cuda_ipc_core.pool.socket_names import own_pid_namespace, socket_owner
 
 pytestmark = pytest.mark.skipif(pid_namespaces_unavailable() is not None, reason=str(pid_namespaces_unavailable()))
 

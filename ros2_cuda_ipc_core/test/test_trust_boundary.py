@@ -34,18 +34,17 @@ from ros2_cuda_ipc_core import (
     PoolIdentityError,
     PoolUnavailableError,
     Reader,
-    fd_client,
-    socket_names,
 )
-from ros2_cuda_ipc_core import pool as pool_module
-from ros2_cuda_ipc_core.descriptor import Descriptor, socket_address
-from ros2_cuda_ipc_core.fd_client import open_pool_connection
-from ros2_cuda_ipc_core.fd_server import OPEN_PER_IN_FLIGHT
-from ros2_cuda_ipc_core.imported_pool import close_fds
-from ros2_cuda_ipc_core.layout import HEADER_SIZE
-from ros2_cuda_ipc_core.leases import FIRST_BLOCK_LEASE, lock_request
-from ros2_cuda_ipc_core.memfd import future_write_seal_supported
-from ros2_cuda_ipc_core.socket_names import pool_socket_path
+from ros2_cuda_ipc_core.memory.layout import HEADER_SIZE
+from ros2_cuda_ipc_core.memory.memfd import future_write_seal_supported
+from ros2_cuda_ipc_core.pool import block_manager as pool_module
+from ros2_cuda_ipc_core.pool import fd_client, socket_names
+from ros2_cuda_ipc_core.pool.descriptor import Descriptor, socket_address
+from ros2_cuda_ipc_core.pool.fd_client import open_pool_connection
+from ros2_cuda_ipc_core.pool.fd_server import OPEN_PER_IN_FLIGHT
+from ros2_cuda_ipc_core.pool.imported_pool import close_fds
+from ros2_cuda_ipc_core.pool.leases import FIRST_BLOCK_LEASE, lock_request
+from ros2_cuda_ipc_core.pool.socket_names import pool_socket_path
 
 HERE = Path(__file__).parent
 HOSTILE = str(HERE / "hostile_peer.py")
@@ -625,7 +624,7 @@ def test_a_reader_with_enough_fds_reads():
 def test_a_duck_typed_core_with_a_huge_int_pool_id_is_refused_without_allocating_it():
     import tracemalloc
 
-    from ros2_cuda_ipc_core.descriptor import Descriptor
+    from ros2_cuda_ipc_core.pool.descriptor import Descriptor
 
     core = type("Core", (), {"socket_path": pool_socket_path(bytes(16), 1, None), "pool_id": 800_000_000, "block_id": 0,
                              "uid": 1, "publisher_pid": 1, "memory": 0, "device_id": 0, "event_handle": bytes(64),

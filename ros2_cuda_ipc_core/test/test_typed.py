@@ -19,7 +19,7 @@ from ros2_cuda_ipc_core import (
     copy_strided,
     strided_source,
 )
-from ros2_cuda_ipc_core.streams import stream_handle
+from ros2_cuda_ipc_core.memory.streams import stream_handle
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 
 HEIGHT, WIDTH = 3, 50

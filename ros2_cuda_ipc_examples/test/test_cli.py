@@ -129,7 +129,7 @@ def test_container_refuses_a_malformed_param_in_one_line_with_2():
                                     "ros2_cuda_ipc_examples.bench.soak"])
 def test_a_gpu_only_mode_is_refused_at_once_without_a_gpu(module):
     """Before: the point-cloud measure_cost hung for ever on a dead child, the core's printed a traceback."""
-    from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
+    from ros2_cuda_ipc_core.memory.cuda_driver import unavailable_reason
 
     if unavailable_reason(0) is None:
         pytest.skip("a usable GPU is here: --memory cuda runs")

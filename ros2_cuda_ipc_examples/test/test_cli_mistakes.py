@@ -140,7 +140,7 @@ def test_importing_the_library_leaves_a_programs_own_handlers_alone():
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     probe = ("import signal, ros2_cuda_ipc_core\n"
-             "from ros2_cuda_ipc_core.startup import stops_while_starting\n"
+             "from ros2_cuda_ipc_core.node.startup import stops_while_starting\n"
              "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler,"
              " signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, stops_while_starting())")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
@@ -184,7 +184,7 @@ def test_a_misspelled_parameter_is_one_warning_naming_the_closest(command):
 
 
 def test_unknown_parameters_are_those_no_declared_one_took(node):
-    from ros2_cuda_ipc_core.parameters import unknown_parameters
+    from ros2_cuda_ipc_core.node.parameters import unknown_parameters
     from ros2_cuda_ipc_examples.nodes.camera import SyntheticCamera
 
     camera = SyntheticCamera(parameter_overrides=[Parameter("memory", value="host"), Parameter("widht", value=640),

@@ -15,11 +15,13 @@ from ros2_cuda_ipc_core import (
     StreamLike,
     TwinSpec,
     TypedPublisher,
+    check_count,
+    check_index,
+    check_optional_count,
     copy_rows,
     strided_source,
     warm_up_jpeg,
 )
-from ros2_cuda_ipc_core.typed import check_count, check_index, check_optional_count
 from ros2_cuda_ipc_msgs.msg import GpuImage
 
 from .bridge import to_image_msg

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ros2_cuda_ipc_core import CudaUnavailableError, InvalidDescriptorError
-from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
+from ros2_cuda_ipc_core.memory.cuda_driver import unavailable_reason
 from ros2_cuda_ipc_image import ImagePublisher, ImageReader, ImageSubscription
 from ros2_cuda_ipc_msgs.msg import GpuImage, GpuPointCloud2, GpuTensor
 

@@ -15,7 +15,7 @@ from spinning import received, spin_until, spinning
 from std_msgs.msg import Header
 
 from ros2_cuda_ipc_core import jpeg_backend
-from ros2_cuda_ipc_core.socket_names import pool_socket_path
+from ros2_cuda_ipc_core.pool.socket_names import pool_socket_path
 from ros2_cuda_ipc_image import ImagePublisher, ImageSubscription, compressed_format
 
 HEIGHT, WIDTH = 48, 64

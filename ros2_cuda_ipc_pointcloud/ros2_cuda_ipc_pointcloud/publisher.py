@@ -13,10 +13,11 @@ from ros2_cuda_ipc_core import (
     StreamLike,
     TwinSpec,
     TypedPublisher,
+    check_count,
+    check_optional_count,
     copy_strided,
     strided_source,
 )
-from ros2_cuda_ipc_core.typed import check_count, check_optional_count
 from ros2_cuda_ipc_msgs.msg import GpuPointCloud2
 
 from .bridge import to_pointcloud2_msg

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ros2_cuda_ipc_core import CudaUnavailableError
-from ros2_cuda_ipc_core.cuda_driver import unavailable_reason
+from ros2_cuda_ipc_core.memory.cuda_driver import unavailable_reason
 from ros2_cuda_ipc_msgs.msg import GpuImage
 from ros2_cuda_ipc_pointcloud import PointCloudPublisher, PointCloudReader, PointCloudSubscription
 

@@ -5,8 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ros2_cuda_ipc_core import DEFAULT_REUSE_DELAY, InvalidDescriptorError, MemoryKind, StreamLike, TypedPublisher, strided_source
-from ros2_cuda_ipc_core.typed import check_integers
+from ros2_cuda_ipc_core import (
+    DEFAULT_REUSE_DELAY,
+    InvalidDescriptorError,
+    MemoryKind,
+    StreamLike,
+    TypedPublisher,
+    check_integers,
+    strided_source,
+)
 from ros2_cuda_ipc_msgs.msg import GpuTensor
 
 from .frame import TensorFrame

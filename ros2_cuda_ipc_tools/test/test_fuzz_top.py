@@ -19,7 +19,7 @@ from parser_cost import measure
 from rclpy.serialization import serialize_message
 
 from ros2_cuda_ipc_core import STATUS_PREFIX
-from ros2_cuda_ipc_core.diagnostics_format import POOL_KEYS, READER_KEYS
+from ros2_cuda_ipc_core.node.diagnostics_format import POOL_KEYS, READER_KEYS
 from ros2_cuda_ipc_tools.top import Board, render_screen
 from ros2_cuda_ipc_tools.top.board import MAX_POOLS_PER_READER
 from ros2_cuda_ipc_tools.top.render import CLEAR, MAX_ROWS, cut_note

@@ -31,11 +31,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..descriptor import Descriptor, InstanceKey
 from ..errors import Ros2CudaIpcError
-from ..fd_client import open_pool_connection
-from ..imported_pool import close_fds
-from ..socket_names import socket_owner
+from ..pool.descriptor import Descriptor, InstanceKey
+from ..pool.fd_client import open_pool_connection
+from ..pool.imported_pool import close_fds
+from ..pool.socket_names import socket_owner
 from ..stats import Counters
 from ..throttle import Throttle
 from .switch_interval import switch_interval

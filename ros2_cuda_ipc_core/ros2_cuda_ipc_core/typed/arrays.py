@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..dlpack import host_capsule
 from ..errors import Ros2CudaIpcError
+from ..memory.dlpack import host_capsule
 from .layout import StridedLayout
 
 T = TypeVar("T")

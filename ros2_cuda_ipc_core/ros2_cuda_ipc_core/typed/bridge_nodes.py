@@ -14,11 +14,11 @@ from typing import Any, Generic, TypeVar, cast
 
 from rclpy.node import Node
 
-from .. import cuda_driver
 from ..errors import InvalidDescriptorError, Ros2CudaIpcError
-from ..parameters import NodeParameter, ParameterError, declare, not_negative, positive
-from ..pool import DEFAULT_REUSE_DELAY, MemoryKind, check_reuse_delay
-from ..topic_check import check_topic
+from ..memory import cuda_driver
+from ..node.parameters import NodeParameter, ParameterError, declare, not_negative, positive
+from ..node.topic_check import check_topic
+from ..pool.block_manager import DEFAULT_REUSE_DELAY, MemoryKind, check_reuse_delay
 from .publisher import TypedPublisher
 from .reader import TypedReader
 from .view import TypedView

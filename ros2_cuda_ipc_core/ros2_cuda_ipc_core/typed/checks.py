@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cuda_driver import require_cuda
+from ..memory.cuda_driver import require_cuda
 
 __all__ = ["check_count", "check_index", "check_integers", "check_message_type", "check_optional_count",
            "require_cuda_for"]

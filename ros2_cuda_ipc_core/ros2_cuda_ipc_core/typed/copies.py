@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..streams import StreamLike
-from ..transfer import copy_strided
+from ..memory.streams import StreamLike
+from ..memory.transfer import copy_strided
 from .layout import StridedLayout
 from .source import StridedSource, strided_source
 

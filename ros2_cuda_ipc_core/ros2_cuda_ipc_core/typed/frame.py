@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Generic, Protocol, TypeVar
 
-from ..pool import BlockManager
-from ..publish_block import PublishBlock
-from ..streams import StreamLike
+from ..memory.streams import StreamLike
+from ..pool.block_manager import BlockManager
+from ..pool.publish_block import PublishBlock
 from .arrays import ArrayView
 from .copies import copy_block_array
 from .layout import BlockLayout, StridedLayout, TypedMessage

@@ -11,9 +11,9 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
-from ..dlpack_dtype import DLPackDType
 from ..errors import InvalidDescriptorError
-from ..views import contiguous_strides
+from ..memory.dlpack_dtype import DLPackDType
+from ..memory.views import contiguous_strides
 
 _Layout = TypeVar("_Layout", bound="StridedLayout")
 

@@ -17,7 +17,7 @@ import re
 import struct
 from typing import Any
 
-from ..descriptor import InstanceKey
+from ..pool.descriptor import InstanceKey
 
 _CDR_LE = b"\x00\x01"  # XCDR1, little endian: what Fast DDS writes for ROS 2 types
 _PRIMITIVE = {"bool": 1, "boolean": 1, "byte": 1, "char": 1, "octet": 1, "uint8": 1, "int8": 1, "int16": 2, "uint16": 2,

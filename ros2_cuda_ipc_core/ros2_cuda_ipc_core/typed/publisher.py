@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
-from ..diagnostics import PoolDiagnostics
 from ..direct.sender import DirectSender
-from ..pool import DEFAULT_REUSE_DELAY, BlockManager, MemoryKind
-from ..publish_block import PublishBlock
-from ..streams import StreamLike
-from ..transfer import copy_rows
+from ..memory.streams import StreamLike
+from ..memory.transfer import copy_rows
+from ..node.diagnostics import PoolDiagnostics
+from ..pool.block_manager import DEFAULT_REUSE_DELAY, BlockManager, MemoryKind
+from ..pool.publish_block import PublishBlock
 from .checks import check_count, check_index, check_optional_count
 from .frame import TypedFrame
 from .layout import BlockLayout, TypedMessage

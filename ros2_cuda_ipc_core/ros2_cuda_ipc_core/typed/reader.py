@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar, Generic, TypeVar
 
-from ..diagnostics import ReaderDiagnostics, stamp_read
 from ..errors import InvalidDescriptorError
-from ..read_handle import ReadHandle
-from ..reader import Reader
-from ..streams import StreamLike, stream_handle
+from ..memory.streams import StreamLike, stream_handle
+from ..node.diagnostics import ReaderDiagnostics, stamp_read
+from ..pool.read_handle import ReadHandle
+from ..pool.reader import Reader
 from .checks import check_message_type
 from .layout import BlockLayout, TypedMessage
 

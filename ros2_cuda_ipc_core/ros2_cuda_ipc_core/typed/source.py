@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..dlpack import read_export
-from ..dlpack_dtype import DLPackDType
+from ..memory.dlpack import read_export
+from ..memory.dlpack_dtype import DLPackDType
 from .layout import StridedLayout
 
 _KDL_CPU = 1

@@ -30,14 +30,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, Literal, TypeVar
 
-from ..descriptor import Descriptor, InstanceKey
 from ..direct.frames import DirectMessage, HeaderSpares
 from ..direct.receiver import DirectReceiver
 from ..direct.wire import Frame
 from ..errors import CudaUnavailableError, InvalidDescriptorError, PoolUnavailableError, Ros2CudaIpcError, StaleDescriptorError
-from ..pool import MemoryKind
-from ..streams import StreamLike
-from ..topic_check import check_topic
+from ..memory.streams import StreamLike
+from ..node.topic_check import check_topic
+from ..pool.block_manager import MemoryKind
+from ..pool.descriptor import Descriptor, InstanceKey
 from .checks import require_cuda_for
 from .peek import peek_publication
 from .reader import TypedReader
@@ -416,6 +416,6 @@ def _put_bounded(table: OrderedDict[Any, Any], key: Any, value: Any, dropped: Co
 
 
 def _cuda_usable() -> bool:
-    from ..cuda_driver import unavailable_reason
+    from ..memory.cuda_driver import unavailable_reason
 
     return unavailable_reason() is None

@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..download import BackgroundDownload
 from ..errors import Ros2CudaIpcError
+from ..memory.download import BackgroundDownload
 from ..stats import Counters
 
 __all__ = ["CpuTwins", "TwinSpec", "twin_topic"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from ..pool import MemoryKind
+from ..pool.block_manager import MemoryKind
 from .publisher import TypedPublisher
 
 P = TypeVar("P", bound=TypedPublisher[Any, Any])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from ..read_handle import ReadHandle
-from ..streams import StreamLike
+from ..memory.streams import StreamLike
+from ..pool.read_handle import ReadHandle
 from .arrays import ArrayView
 from .copies import copy_block_array
 from .layout import BlockLayout, StridedLayout

@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 from sensor_msgs.msg import PointCloud2
 
-from ros2_cuda_ipc_core import NodeParameter
-from ros2_cuda_ipc_core.parameters import not_negative, positive
+from ros2_cuda_ipc_core import NodeParameter, not_negative, positive
 from ros2_cuda_ipc_msgs.msg import BufferCore, GpuPointCloud2
 from ros2_cuda_ipc_pointcloud import PointCloudReader, to_pointcloud2_msg
 from ros2_cuda_ipc_tools import run_component

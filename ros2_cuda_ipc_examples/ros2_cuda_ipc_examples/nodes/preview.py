@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 from sensor_msgs.msg import Image
 
-from ros2_cuda_ipc_core import NodeParameter
-from ros2_cuda_ipc_core.parameters import positive
+from ros2_cuda_ipc_core import NodeParameter, positive
 from ros2_cuda_ipc_tools import run_component
 
 from .arrays import ArrayBackend

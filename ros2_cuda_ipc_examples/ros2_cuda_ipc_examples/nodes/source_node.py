@@ -14,8 +14,7 @@ from typing import Any
 
 from std_msgs.msg import Header
 
-from ros2_cuda_ipc_core import NodeParameter
-from ros2_cuda_ipc_core.parameters import not_negative, positive
+from ros2_cuda_ipc_core import NodeParameter, not_negative, positive
 
 from .arrays import ArrayBackend, choose_memory
 from .pipeline_node import ParameterError, PipelineNode

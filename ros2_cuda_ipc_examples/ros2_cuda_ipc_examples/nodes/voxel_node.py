@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 from std_msgs.msg import Header
 
-from ros2_cuda_ipc_core import NodeParameter
-from ros2_cuda_ipc_core.parameters import positive
+from ros2_cuda_ipc_core import NodeParameter, positive
 from ros2_cuda_ipc_pointcloud import (
     PointCloudPublisher,
     PointCloudReader,

@@ -45,7 +45,7 @@ Held = tuple[dict[str, int], int, int]
 
 
 def _library() -> str:
-    from ros2_cuda_ipc_core.node_cli import version_of
+    from ros2_cuda_ipc_core import version_of
 
     return f"ros2_cuda_ipc_tools {version_of('ros2_cuda_ipc_tools')}"
 

@@ -32,8 +32,7 @@ from rclpy.executors import Executor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from ros2_cuda_ipc_core import EXECUTORS, executor_factory, new_executor, run_nodes, tool_parser
-from ros2_cuda_ipc_core.parameters import warn_unknown_parameters
+from ros2_cuda_ipc_core import EXECUTORS, executor_factory, new_executor, run_nodes, tool_parser, warn_unknown_parameters
 
 from .parent_watch import follow_runner
 from .registry import COMPONENT_GROUP, UnknownComponentError, available_components, component_class

@@ -27,13 +27,14 @@ from typing import Any
 from ros2_cuda_ipc_core import (
     DIAGNOSTICS_TOPIC,
     REPORT_PERIOD_S,
+    RosArgumentsError,
+    check_ros_arguments,
+    reported_number,
     run_tool,
     spin_until_stopped,
     teardown_bounded,
     tool_parser,
 )
-from ros2_cuda_ipc_core.arguments import RosArgumentsError, check_ros_arguments
-from ros2_cuda_ipc_core.diagnostics_format import reported_number
 
 from .board import Board
 from .hearing import Hearing

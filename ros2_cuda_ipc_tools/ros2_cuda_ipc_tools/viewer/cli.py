@@ -15,8 +15,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ros2_cuda_ipc_core import tool_parser
-from ros2_cuda_ipc_core.arguments import topic_name
+from ros2_cuda_ipc_core import tool_parser, topic_name
 
 __all__ = ["build_parser", "main"]
 
@@ -73,8 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     from rclpy.parameter import Parameter
 
-    from ros2_cuda_ipc_core import run_nodes
-    from ros2_cuda_ipc_core.parameters import warn_unknown_parameters
+    from ros2_cuda_ipc_core import run_nodes, warn_unknown_parameters
 
     from .node import Viewer
     from .surface import SurfaceError

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .errors import Ros2CudaIpcError
+from ..errors import Ros2CudaIpcError
 from .layout import MEMORY_HOST
 from .memfd import check_sealed, create_sealed, map_fd, seal_writes
 from .views import host_array

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from ..errors import DeviceMismatchError, StaleDescriptorError
 from .cuda_array import CudaArray
 from .cuda_context import driver, on_device, primary_context
 from .cuda_driver import driver_call
 from .cuda_releaser import releaser
 from .cuda_vmm import wait_unless_done
-from .errors import DeviceMismatchError, StaleDescriptorError
 from .views import check_layout
 
 if TYPE_CHECKING:

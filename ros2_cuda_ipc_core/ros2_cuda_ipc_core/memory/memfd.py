@@ -18,7 +18,7 @@ import functools
 import mmap
 import os
 
-from .errors import InvalidDescriptorError
+from ..errors import InvalidDescriptorError
 
 #: ``F_SEAL_FUTURE_WRITE`` (linux/fcntl.h, Linux 5.1); Python's fcntl names it only from 3.13 on some builds.
 F_SEAL_FUTURE_WRITE = getattr(fcntl, "F_SEAL_FUTURE_WRITE", 0x0010)

@@ -24,9 +24,9 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
+from ..errors import InvalidDescriptorError, PoolIdentityError, PoolUnavailableError
+from ..memory.layout import HEADER_SIZE, PoolHeader
 from .descriptor import Descriptor, socket_address
-from .errors import InvalidDescriptorError, PoolIdentityError, PoolUnavailableError
-from .layout import HEADER_SIZE, PoolHeader
 from .peer_identity import PeerIdentity, verify_server
 from .socket_names import SocketOwner, process_alive, socket_owner
 

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .stats import Counters
+from ..stats import Counters
 
 log = logging.getLogger("ros2_cuda_ipc")
 V = TypeVar("V")

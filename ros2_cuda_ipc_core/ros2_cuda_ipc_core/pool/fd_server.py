@@ -43,13 +43,13 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ..direct.channels import DirectChannels
+from ..direct.wire import INCOMPLETE, MAX_REQUEST_BYTES, parse_request, refused_record
+from ..memory.memfd import read_only_description
+from ..stats import Counters
+from ..throttle import Throttle
 from .descriptor import socket_address
-from .direct.channels import DirectChannels
-from .direct.wire import INCOMPLETE, MAX_REQUEST_BYTES, parse_request, refused_record
-from .memfd import read_only_description
 from .socket_names import process_alive
-from .stats import Counters
-from .throttle import Throttle
 
 log = logging.getLogger("ros2_cuda_ipc")
 _UCRED = struct.Struct("3i")  # pid, uid, gid
@@ -104,7 +104,7 @@ def grant_connect(path: str, uids: Sequence[int]) -> None:
     A socket file's mode cannot name users, and a group would admit all of its members, so an ACL it is;
     a filesystem without ACLs is refused, naming the way out.
     """
-    from .errors import Ros2CudaIpcError
+    from ..errors import Ros2CudaIpcError
 
     undefined = 0xFFFFFFFF  # ACL_UNDEFINED_ID
     entries = [(0x01, 6, undefined), *((0x02, 6, uid) for uid in uids),  # USER_OBJ, USER: rw

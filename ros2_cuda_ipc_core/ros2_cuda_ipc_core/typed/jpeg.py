@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .errors import Ros2CudaIpcError
-from .streams import StreamLike, stream_handle
+from ..errors import Ros2CudaIpcError
+from ..memory.streams import StreamLike, stream_handle
 
 #: Channel orders an 8-bit image can be encoded from, and which of its channels make RGB (or gray).
 ChannelOrder = Literal["rgb", "bgr", "rgba", "bgra", "mono"]
@@ -94,8 +94,8 @@ def _checked_shape(shape: tuple[int, ...], dtype: Any, order: str) -> None:
 def _host_array(image: Any, on_cuda: bool, stream: StreamLike) -> np.ndarray:
     if not on_cuda:
         return np.asarray(image)
-    from .transfer import copy_strided
-    from .typed.source import strided_source  # a CUDA frame without torchvision: one download
+    from ..memory.transfer import copy_strided
+    from .source import strided_source  # a CUDA frame without torchvision: one download
 
     source = strided_source(image)
     host = np.empty(source.layout.shape, source.layout.dtype)

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidDescriptorError
-from .layout import MEMORY_NAMES
+from ..errors import InvalidDescriptorError
+from ..memory.layout import MEMORY_NAMES
 
 _SUN_PATH_MAX = 107  # sizeof(sockaddr_un.sun_path) - 1 on Linux
 _U32 = (1 << 32) - 1

@@ -17,14 +17,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import cuda_driver
-from .direct.channels import CHANNEL_COUNTERS, DirectChannels
-from .errors import PoolUnavailableError, Ros2CudaIpcError
-from .fd_server import SERVER_COUNTERS, FdServer
-from .fork_safety import close_in_forked_children
-from .host_memory import HostMemory
-from .imported_pool import ImportedPool
-from .layout import (
+from ..direct.channels import CHANNEL_COUNTERS, DirectChannels
+from ..errors import PoolUnavailableError, Ros2CudaIpcError
+from ..memory import cuda_driver
+from ..memory.host_memory import HostMemory
+from ..memory.layout import (
     MEMORY_CUDA,
     MEMORY_HOST,
     MEMORY_NAMES,
@@ -32,12 +29,15 @@ from .layout import (
     Metadata,
     PoolHeader,
 )
+from ..memory.memfd import create_sealed, map_fd, seal_writes
+from ..stats import Counters
+from ..throttle import Throttle
+from .fd_server import SERVER_COUNTERS, FdServer
+from .fork_safety import close_in_forked_children
+from .imported_pool import ImportedPool
 from .leases import FIRST_BLOCK_LEASE, LIVENESS_LEASE, LeaseFile, reopen
-from .memfd import create_sealed, map_fd, seal_writes
 from .publish_block import PublishBlock
 from .socket_names import pool_socket_path, remove_stale_sockets
-from .stats import Counters
-from .throttle import Throttle
 
 log = logging.getLogger("ros2_cuda_ipc")
 MemoryKind = Literal["host", "cuda", "auto"]
@@ -109,7 +109,7 @@ class BlockManager:
 
         with contextlib.ExitStack() as undo:
             if kind == MEMORY_CUDA:
-                from .cuda_memory import CudaMemory
+                from ..memory.cuda_memory import CudaMemory
 
                 cuda_memory = CudaMemory(byte_size, block_count, device)
                 self._memory: CudaMemory | HostMemory = cuda_memory

@@ -14,12 +14,12 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidDescriptorError, PoolUnavailableError, StaleDescriptorError
+from ..errors import InvalidDescriptorError, PoolUnavailableError, StaleDescriptorError
+from ..memory.host_memory import ImportedHostMemory
+from ..memory.layout import HEADER_SIZE, MEMORY_CUDA, MEMORY_NAMES, Metadata, PoolHeader
+from ..memory.memfd import check_sealed, map_fd
 from .fork_safety import close_in_forked_children
-from .host_memory import ImportedHostMemory
-from .layout import HEADER_SIZE, MEMORY_CUDA, MEMORY_NAMES, Metadata, PoolHeader
 from .leases import FIRST_BLOCK_LEASE, LIVENESS_LEASE, LeaseFile, reopen
-from .memfd import check_sealed, map_fd
 
 log = logging.getLogger("ros2_cuda_ipc")
 
@@ -61,7 +61,7 @@ class ImportedPool:
             raise
         try:
             if header.memory == MEMORY_CUDA:
-                from .cuda_memory import import_cuda_memory
+                from ..memory.cuda_memory import import_cuda_memory
 
                 self.memory: Any = import_cuda_memory(header, memory_fd, local_memory, metadata_fd)
             else:

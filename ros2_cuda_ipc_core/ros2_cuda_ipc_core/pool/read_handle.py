@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .collected import when_collected
-from .cross_device import PeerMapping, StagingBlock
-from .errors import Ros2CudaIpcError
-from .layout import MEMORY_NAMES
+from ..errors import Ros2CudaIpcError
+from ..memory.collected import when_collected
+from ..memory.cross_device import PeerMapping, StagingBlock
+from ..memory.layout import MEMORY_NAMES
 
 if TYPE_CHECKING:
     from .descriptor import Descriptor

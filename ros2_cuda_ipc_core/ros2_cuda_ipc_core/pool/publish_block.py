@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ros2_cuda_ipc_msgs.msg import BufferCore
 
-from .errors import Ros2CudaIpcError
-from .layout import PoolHeader
-from .streams import StreamLike
+from ..errors import Ros2CudaIpcError
+from ..memory.layout import PoolHeader
+from ..memory.streams import StreamLike
 
 if TYPE_CHECKING:
     from collections.abc import Callable

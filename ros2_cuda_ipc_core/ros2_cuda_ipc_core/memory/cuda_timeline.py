@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import CudaDriverError
 from .cuda_context import driver, on_device
 from .cuda_driver import driver_call, unavailable_reason
-from .errors import CudaDriverError
 from .layout import MEMORY_CUDA, SYNC_TIMELINE, PoolHeader
 from .memfd import create_sealed, map_fd
 

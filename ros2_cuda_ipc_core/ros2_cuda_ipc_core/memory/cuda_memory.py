@@ -17,10 +17,11 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from ..errors import CudaDriverError, CudaUnavailableError, InvalidDescriptorError, Ros2CudaIpcError
 from .collected import when_collected
 from .cuda_array import CudaArray
 from .cuda_context import context_for, driver, on_device
@@ -38,13 +39,9 @@ from .cuda_vmm import (
     unmap_memory,
     wait_unless_done,
 )
-from .errors import CudaDriverError, CudaUnavailableError, InvalidDescriptorError, Ros2CudaIpcError
 from .layout import MEMORY_CUDA, SYNC_EVENTS, SYNC_TIMELINE, PoolHeader
 from .streams import StreamLike, stream_handle
 from .views import check_layout
-
-if TYPE_CHECKING:
-    from .descriptor import Descriptor
 
 log = logging.getLogger("ros2_cuda_ipc")
 #: ``events`` here makes new CUDA pools signal readiness by interprocess events, as on a driver without stream memory
@@ -53,6 +50,20 @@ SYNC_ENVIRONMENT = "ROS2_CUDA_IPC_SYNC"
 _NO_HANDLE = np.zeros(64, dtype=np.uint8)
 _MAX_KEPT = 256  # kept imports per mapping: blocks x layouts x importers
 T = TypeVar("T")  # a timeline pool's descriptors carry no event handle
+
+
+class ReadySignal(Protocol):
+    """What a reader's wait needs of a publication (a pool's descriptor has it): its block, its uid (the timeline
+    value the producer's stream writes) and the block's event handle (where the pool signals by events)."""
+
+    @property
+    def block_id(self) -> int: ...
+
+    @property
+    def uid(self) -> int: ...
+
+    @property
+    def event_handle(self) -> bytes: ...
 
 
 def _free_cuda(device: int, handle: Any, events: list[Any], mapping: tuple[int, int], timeline: list[Any]) -> None:
@@ -344,7 +355,7 @@ class ImportedCudaMemory(_CudaBlocks):
                 return device
         return self.device
 
-    def wait_ready(self, desc: Descriptor, stream: int) -> bool:
+    def wait_ready(self, desc: ReadySignal, stream: int) -> bool:
         """Make ``stream`` wait for the producer's writes to the block; the host does not wait.
 
         Returns whether those writes had finished already (then no consumer stream needs to wait).

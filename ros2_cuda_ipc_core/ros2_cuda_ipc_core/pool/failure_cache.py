@@ -26,8 +26,8 @@ import time
 from collections import OrderedDict
 from typing import NamedTuple
 
-from .errors import CudaUnavailableError, InvalidDescriptorError, PoolUnavailableError, Ros2CudaIpcError
-from .throttle import Throttle
+from ..errors import CudaUnavailableError, InvalidDescriptorError, PoolUnavailableError, Ros2CudaIpcError
+from ..throttle import Throttle
 
 log = logging.getLogger("ros2_cuda_ipc")
 _ONCE = Throttle(float("inf"))  # the backoff is said once a process; FailureCache.stats() counts the waits

@@ -22,7 +22,7 @@ import socket
 import struct
 from dataclasses import dataclass
 
-from .errors import IdentityUnverifiableError, PoolIdentityError
+from ..errors import IdentityUnverifiableError, PoolIdentityError
 from .socket_names import SocketOwner
 
 _UCRED = struct.Struct("3i")  # pid, uid, gid

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from .errors import Ros2CudaIpcError
+from ..errors import Ros2CudaIpcError
 
 if TYPE_CHECKING:
     from rclpy.node import Node

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidDescriptorError
+from ..errors import InvalidDescriptorError
 
 #: Sizes numpy and DLPack hold: extents, strides and byte counts are int64 (numpy's intp on every 64-bit machine).
 INT64_MAX = 2**63 - 1

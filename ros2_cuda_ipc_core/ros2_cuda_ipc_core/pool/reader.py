@@ -11,24 +11,24 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
-from .cross_device import CrossDevice, PeerMapping, check_cross_device, choose_path, copy_to_device
-from .cuda_driver import require_cuda
-from .descriptor import Descriptor, InstanceKey
-from .errors import (
+from ..errors import (
     CudaUnavailableError,
     InvalidDescriptorError,
     PoolIdentityError,
     PoolUnavailableError,
     StaleDescriptorError,
 )
+from ..memory.cross_device import CrossDevice, PeerMapping, check_cross_device, choose_path, copy_to_device
+from ..memory.cuda_driver import require_cuda
+from ..memory.layout import MEMORY_CUDA
+from ..memory.streams import StreamLike, stream_handle
+from ..stats import Counters
+from .block_manager import local_pools
+from .descriptor import Descriptor, InstanceKey
 from .failure_cache import FailureCache
 from .fd_client import OtherPoolError, check_publisher_alive, check_socket_name, fetch_pool_fds
 from .imported_pool import ImportedPool, close_fds
-from .layout import MEMORY_CUDA
-from .pool import local_pools
 from .read_handle import ReadHandle
-from .stats import Counters
-from .streams import StreamLike, stream_handle
 
 log = logging.getLogger("ros2_cuda_ipc")
 

@@ -65,7 +65,7 @@ def version_of(module: str) -> str:
 def refuse_unusable_memory(parser: argparse.ArgumentParser, memory: str, option: str = "--memory") -> None:
     """A tool's GPU-only mode refused at once (exit code 2, saying why) where CUDA cannot work, before it starts
     children that would die of it or wait on them."""
-    from .cuda_driver import unavailable_reason
+    from ..memory.cuda_driver import unavailable_reason
 
     reason = unavailable_reason(0) if memory == "cuda" else None
     if reason is not None:

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from .errors import CudaDriverError, CudaUnavailableError
+from ..errors import CudaDriverError, CudaUnavailableError
 
 
 def check(result: Any, call: str) -> Any:

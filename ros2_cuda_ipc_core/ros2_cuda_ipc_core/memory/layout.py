@@ -11,7 +11,7 @@ import mmap
 import struct
 from dataclasses import dataclass
 
-from .errors import InvalidDescriptorError
+from ..errors import InvalidDescriptorError
 
 MAGIC = b"R2CIPC\x00\x01"
 LAYOUT_VERSION = 3  # 2: the header names its publisher (pid); 3: how readiness is signalled, and timeline slots

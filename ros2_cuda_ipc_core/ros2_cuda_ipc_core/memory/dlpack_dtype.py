@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidDescriptorError
+from ..errors import InvalidDescriptorError
 
 #: DLDataTypeCode values (dlpack.h, DLPack 1.1).
 KDL_INT, KDL_UINT, KDL_FLOAT, KDL_BFLOAT, KDL_COMPLEX, KDL_BOOL = 0, 1, 2, 4, 5, 6
