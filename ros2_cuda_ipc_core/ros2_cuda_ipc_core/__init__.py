@@ -7,6 +7,11 @@ turns the descriptor back into a leased, read-only view of the very same memory.
 (images, point clouds) build on.
 """
 
+# isort: split
+from .node import startup  # noqa: F401  (first: in an executable, a stop while the rest imports is a clean exit 0)
+
+# isort: split
+
 from .errors import (
     CudaDriverError,
     CudaUnavailableError,
@@ -30,11 +35,9 @@ from .memory.cuda_context import (
 )
 from .memory.cuda_driver import device_count as cuda_device_count
 from .memory.dlpack_dtype import DLPackDType
-from .memory.download import BackgroundDownload
 from .memory.streams import StreamLike
 from .memory.transfer import copy_rows, copy_strided
 from .memory.views import beyond_array_limits
-from .node import startup  # noqa: F401  (first: in an executable, a stop while the rest imports is a clean exit 0)
 from .node.arguments import RosArgumentsError, bounded_number, check_ros_arguments, topic_name
 from .node.diagnostics import DIAGNOSTICS_TOPIC, DiagnosticsReporter, PoolDiagnostics, ReaderDiagnostics
 from .node.diagnostics_format import (
@@ -46,7 +49,6 @@ from .node.diagnostics_format import (
     reported_number,
 )
 from .node.executors import EXECUTOR_ENVIRONMENT, EXECUTORS, executor_factory, executor_from_environment, new_executor
-from .node.message_bytes import message_bytes
 from .node.node_cli import (
     STARTUP_ERRORS,
     node_help,
@@ -110,7 +112,9 @@ from .typed import (
     strided_source,
     twin_topic,
 )
+from .typed.download import BackgroundDownload
 from .typed.jpeg import ChannelOrder, JpegUnavailableError, encode_jpeg, jpeg_backend, warm_up_jpeg
+from .typed.message_bytes import message_bytes
 
 __all__ = [
     "CROSS_DEVICE_MODES",

@@ -2,7 +2,7 @@
 
 Building a real ROS message per frame costs what the direct path saves (a ``std_msgs/Header`` alone takes tens
 of microseconds to construct right after an idle gap), so a frame is a :class:`DirectMessage`: the
-template's fields, this publication's ``core`` (a checked :class:`..descriptor.Descriptor`) and a real header
+template's fields, this publication's ``core`` (a checked :class:`..pool.descriptor.Descriptor`) and a real header
 that :class:`HeaderSpares` made ahead, while the thread was idle, and fills now.
 """
 

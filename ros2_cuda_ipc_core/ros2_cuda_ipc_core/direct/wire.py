@@ -1,6 +1,6 @@
 """The direct path's bytes: the subscribe request a reader sends after its handout, and the records a pool sends back.
 
-The pool's socket protocol (see :mod:`..fd_server`) hands out the pool's fds and then waits for the peer to
+The pool's socket protocol (see :mod:`..pool.fd_server`) hands out the pool's fds and then waits for the peer to
 close.  A direct subscriber instead sends one request, ``SUBSCRIBE``, naming the topic it reads, and keeps
 the connection: from then on the publisher writes a record there for every publication on that topic.
 

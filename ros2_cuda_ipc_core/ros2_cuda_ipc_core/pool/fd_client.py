@@ -115,7 +115,7 @@ def open_pool_connection(desc: Descriptor, allowed_uids: Iterable[int], timeout:
     """Connect to the pool ``desc`` names, check who serves it, receive its handout: (socket, header, fds).
 
     The socket stays open (blocking, with ``timeout``) for what follows the handout: closing it ends the handout,
-    a subscribe request makes it a direct channel (:mod:`.direct`).  Checks as :func:`fetch_pool_fds` says.
+    a subscribe request makes it a direct channel (:mod:`..direct`).  Checks as :func:`fetch_pool_fds` says.
     """
     address = socket_address(desc.socket_path)
     deadline = time.monotonic() + timeout

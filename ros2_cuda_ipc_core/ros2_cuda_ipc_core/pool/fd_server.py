@@ -15,9 +15,9 @@ The protocol, one connection per handout (an extension adds steps after 4, never
    fd goes as it is.
 4. The peer reads it and closes.  The server keeps its end until that EOF, at most ``idle_timeout``
    seconds; a peer that lets it time out without reading it keeps it counted against it until it exits.
-5. Or, instead of closing, the peer sends a subscribe request naming a topic (:mod:`.direct.wire`), in as
+5. Or, instead of closing, the peer sends a subscribe request naming a topic (:mod:`..direct.wire`), in as
    many writes as it likes: the connection becomes a direct channel
-   (:class:`.direct.channels.DirectChannels`), kept until either end closes it, on which the publisher writes
+   (:class:`..direct.channels.DirectChannels`), kept until either end closes it, on which the publisher writes
    a record for every publication on that topic.  A channel the pool will not keep gets a ``REFUSED`` record
    and is closed.  Bytes that are not a request, and any byte a channel's peer sends after it, close the
    connection at once (``malformed_requests``, ``direct_garbage``; said once at WARNING).

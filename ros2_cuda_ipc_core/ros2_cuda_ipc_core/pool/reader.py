@@ -42,7 +42,7 @@ class Reader:
     pool is checked at most every ``liveness_interval`` seconds, on a read or on ``stats()``.
     ``cross_device`` says what a read with a stream on another GPU than the pool's does: ``"auto"`` maps
     the pool for that GPU where the two reach each other, else copies the frame once; ``"peer"``,
-    ``"copy"`` and ``"refuse"`` (``DeviceMismatchError``) pick one (see :mod:`.cross_device`).
+    ``"copy"`` and ``"refuse"`` (``DeviceMismatchError``) pick one (see :mod:`..memory.cross_device`).
 
     An import (connect and handout) takes at most ``connect_timeout`` seconds; a pool or socket that failed
     to import is not tried again for ``retry_after`` seconds (its descriptors fail at once, counted in

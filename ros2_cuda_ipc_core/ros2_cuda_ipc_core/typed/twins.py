@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Ros2CudaIpcError
-from ..memory.download import BackgroundDownload
 from ..stats import Counters
+from .download import BackgroundDownload
 
 __all__ = ["CpuTwins", "TwinSpec", "twin_topic"]
 

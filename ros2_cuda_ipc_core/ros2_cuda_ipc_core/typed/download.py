@@ -78,7 +78,7 @@ class BackgroundDownload:
 
     def _run(self) -> None:
         if self.cuda_device is not None:  # our own thread: its driver calls need a current context
-            from .cuda_context import make_current
+            from ..memory.cuda_context import make_current
 
             make_current(self.cuda_device)
         while True:
@@ -145,8 +145,8 @@ class BackgroundDownload:
 
 
 def _create_stream(device: int) -> int:
-    from .cuda_context import driver, on_device
-    from .cuda_driver import driver_call
+    from ..memory.cuda_context import driver, on_device
+    from ..memory.cuda_driver import driver_call
 
     cu = driver()
     with on_device(device):
@@ -154,8 +154,8 @@ def _create_stream(device: int) -> int:
 
 
 def _destroy_stream(device: int, stream: int) -> None:
-    from .cuda_context import driver, on_device
-    from .cuda_driver import driver_call
+    from ..memory.cuda_context import driver, on_device
+    from ..memory.cuda_driver import driver_call
 
     cu = driver()
     with on_device(device):
