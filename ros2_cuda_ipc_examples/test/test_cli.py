@@ -177,10 +177,12 @@ def test_every_node_executable_runs_its_node_until_ctrl_c():
                 *(arg for p in parameters for arg in ("-p", p)), *(arg for r in remappings for arg in ("-r", r))]
         children[name] = subprocess.Popen([path, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     checked: dict[str, int] = {}
+    reports: dict[str, dict] = {}  # each node's last report, said whole for one that checked nothing
 
     def on_report(msg: String) -> None:
         report = json.loads(msg.data)
-        checked[report["node"].rsplit("/", 1)[-1]] = report["checked"]
+        name = report["node"].rsplit("/", 1)[-1]
+        checked[name], reports[name] = report["checked"], report
 
     consumers = [name for _, name, _, _ in EXECUTABLE_PIPELINES if name not in ("camera", "lidar")]
     rclpy.init()
@@ -192,10 +194,13 @@ def test_every_node_executable_runs_its_node_until_ctrl_c():
             ended = {name: child.communicate()[1] for name, child in children.items() if child.poll() is not None}
             assert not ended, ended
             rclpy.spin_once(node, timeout_sec=0.1)
-        assert all(checked.get(name, 0) > 0 for name in consumers), checked
+        idle = [name for name in consumers if checked.get(name, 0) <= 0]
     finally:
         node.destroy_node()
         rclpy.shutdown()
         errors = stop_in_turn(children)  # the sources first, as the pipeline runner stops them
+    assert not idle, (f"{idle} checked no frame in 90 s; checked {json.dumps(checked)}; their last reports "
+                      f"{json.dumps({name: reports.get(name) for name in idle})}; their stderr "
+                      f"{json.dumps({name: errors[name][-3000:] for name in idle})}")
     for name, child in children.items():
         assert child.returncode == 0 and "Traceback" not in errors[name], (name, child.returncode, errors[name])
