@@ -118,3 +118,35 @@ def test_the_consumer_reports_each_cases_drops_of_its_direct_subscriptions_not_t
     image.dropped["duplicate"] = 400
     assert consumer._direct_drops() == {"stale": 2}  # the next case: only what it dropped
     assert consumer._direct_drops() == {}
+
+
+def test_a_case_ends_only_once_its_last_frame_is_accounted() -> None:
+    """A direct subscription's callback runs on its own thread, the end-of-case check on the executor's: a frame
+    whose handling has begun but not ended must hold the case's report back.  The direct rows said 199/200 (a
+    frame "sent but never delivered") on the H200 and on the CPU VM while every frame had reached the callback."""
+    import time
+
+    import rclpy
+    from std_msgs.msg import Header
+
+    from ros2_cuda_ipc_examples.bench.cases import Plan
+    from ros2_cuda_ipc_examples.bench.consumer import Consumer
+    from ros2_cuda_ipc_examples.bench.protocol import frame_id
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("benchmark_accounting", context=context)
+    try:
+        case = Case(0, "latency", "host", PAYLOAD, 30.0, 2, 0)
+        consumer = Consumer(node, Plan((case,), "host", None, 4, 0.01, 2, 1.0))
+        consumer.ending[0] = (2, time.monotonic())  # the producer said it sent 2
+        consumer._record(case, *consumer._start(Header(frame_id=frame_id(0, 0)))[1:], 0, 1, None, True)
+        consumer._start(Header(frame_id=frame_id(0, 1)))  # the second frame's handling began on the direct thread ...
+        consumer.report_finished_cases()  # ... when the executor's thread looked
+        assert 0 in consumer.ending, "reported with a frame still being handled"
+        consumer._record(case, 1, 0, 1, None, True)
+        consumer.report_finished_cases()
+        assert 0 not in consumer.ending and consumer.frames[0].report(0)["measured"] == 2
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=context)

@@ -50,6 +50,10 @@ class ReceivedFrames:
     """The consumer's account of one case (counts are of measured frames, ``bad`` of every frame)."""
 
     received: int = 0
+    #: Frames whose account is complete (recorded or dropped): what a case's end waits for.  ``received`` counts a
+    #: frame as its handling starts, and a direct subscription's callback runs on its own thread: the executor's
+    #: end-of-case check once saw the last frame received but not yet recorded, and the case said 199/200.
+    handled: int = 0
     measured: int = 0
     verified: int = 0
     bad: int = 0
@@ -197,6 +201,7 @@ class Consumer:
                 samples["total"].append((times[5] - sent) / 1000)
             frames.done_ns = now_ns()
             frames.cpu.frame_done()
+        frames.handled += 1
         self._ack(case, seq)
 
     def _dropped(self, case: Case, seq: int, counter: str, error: str = "") -> None:
@@ -204,6 +209,7 @@ class Consumer:
         if seq >= case.warmup:
             setattr(frames, counter, getattr(frames, counter) + 1)
         frames.last_error = error or frames.last_error
+        frames.handled += 1
         self._ack(case, seq)
 
     def _ack(self, case: Case, seq: int) -> None:
@@ -230,7 +236,7 @@ class Consumer:
     def report_finished_cases(self) -> None:
         for index, (sent, told) in list(self.ending.items()):
             frames = self.frames.setdefault(index, ReceivedFrames())
-            if frames.received >= sent or time.monotonic() - max(told, frames.last_arrival) > DRAIN_S:
+            if frames.handled >= sent or time.monotonic() - max(told, frames.last_arrival) > DRAIN_S:
                 dropped = self._direct_drops() if self.cases[index].transport in DIRECT_TRANSPORTS else {}
                 self.reports.publish(self._string(data=json.dumps(frames.report(index, dropped))))
                 del self.ending[index]
