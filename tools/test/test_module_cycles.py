@@ -9,14 +9,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def relative_targets(node: ast.AST, module: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The modules a relative import in ``module`` (its parts in the package) names: ``from .x import a`` names
+    ``x``, ``from . import x`` names ``x``; none for any other statement."""
+    if not (isinstance(node, ast.ImportFrom) and node.level):
+        return []
+    base = module[:-node.level]
+    names = [alias.name for alias in node.names] if node.module is None else [node.module]
+    return [(*base, *name.split(".")) for name in names]
+
+
 def _relative_imports(path: Path, module: tuple[str, ...]) -> set[tuple[str, ...]]:
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level:
-            base = module[:-1] if node.level == 1 else module[:-node.level]
-            names = [alias.name for alias in node.names] if node.module is None else [node.module]
-            found.update((*base, *name.split(".")) for name in names)
-    return found
+    return {target for node in ast.walk(ast.parse(path.read_text())) for target in relative_targets(node, module)}
 
 
 def _two_module_cycles(package: Path) -> list[str]:

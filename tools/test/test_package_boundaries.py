@@ -8,6 +8,8 @@ import importlib
 import re
 from pathlib import Path
 
+from test_module_cycles import relative_targets
+
 ROOT = Path(__file__).resolve().parents[2]
 GENERATED_PUBLIC = {"ros2_cuda_ipc_msgs": {"ros2_cuda_ipc_msgs.msg"}}
 
@@ -88,17 +90,12 @@ def _targets(node: ast.AST, module: tuple[str, ...]) -> list[tuple[str, ...]]:
     """The modules (or names of a package) an import statement reaches inside core, as parts below it."""
     if isinstance(node, ast.Import):
         return [tuple(alias.name.split(".")[1:]) for alias in node.names if alias.name.split(".")[0] == CORE]
-    if not isinstance(node, ast.ImportFrom):
-        return []
-    if not node.level:
+    if isinstance(node, ast.ImportFrom) and not node.level:
         parts = (node.module or "").split(".")
         if parts[0] != CORE:
             return []
         return [tuple(parts[1:])] if len(parts) > 1 else [(alias.name,) for alias in node.names]
-    base = module[:-node.level]
-    if node.module:
-        return [(*base, *node.module.split("."))]
-    return [(*base, alias.name) for alias in node.names]
+    return relative_targets(node, module)
 
 
 def _layer_crossings(package: Path) -> list[str]:
