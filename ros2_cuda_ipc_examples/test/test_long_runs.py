@@ -7,6 +7,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from ros2_cuda_ipc_examples.nodes.frame_stats import FrameTrace, LatencySamples,
 from ros2_cuda_ipc_examples.pipelines.live_table import StatsTable
 from ros2_cuda_ipc_examples.pipelines.reports import parse_report
 from ros2_cuda_ipc_examples.pipelines.restarts import Restarts
+from ros2_cuda_ipc_examples.pipelines.runner import _collect_last_reports
 
 
 def _report(name: str, pid: int, **counts: int) -> str:
@@ -89,6 +91,44 @@ def test_a_restarted_node_s_counters_add_to_its_earlier_lives():
     assert table.rows()[1][-2] == "1"  # the restarts column (before what the node sends)
     table.add_message(_report("encoder", 200, checked=9, **{"in": 9}))
     assert table.latest["encoder"]["checked"] == 49  # the earlier life is added once, not per report
+
+
+class _FlowingPipeline:
+    """A spinner for ``_collect_last_reports``: frames keep flowing (each node's count grows by one a spin), a node
+    asked for a report sends it at the next spin, and inference's once-a-second report arrives at every spin."""
+
+    def __init__(self, table: _Table) -> None:
+        self.table, self.clock, self.frames, self.asked = table, 0.0, 30, []
+
+    def ask(self, name: str, node: str) -> None:
+        self.asked.append(name)
+
+    def _send(self, name: str) -> None:
+        counts = {"camera": {"out": self.frames}, "preprocess": {"in": self.frames - 1, "out": self.frames - 1},
+                  "inference": {"in": self.frames - 2, "checked": self.frames - 2}}[name]
+        self.clock = max(self.clock + 1e-6, time.time())  # the runner's reports carry the nodes' wall clocks
+        self.table.add_message(json.dumps({**json.loads(_report(name, 1, **counts)), "time": self.clock}))
+
+    def spin_once(self, timeout_sec: float) -> None:
+        self.frames += 1
+        while self.asked:
+            self._send(self.asked.pop())
+        self._send("inference")  # its periodic report, not asked for
+
+
+def test_the_last_reports_after_ctrl_c_keep_each_count_at_least_the_next_node_s():
+    """Before: inference's periodic report came after preprocess's last one had been taken and replaced
+    inference's last, so the summary said inference checked 37 of the 36 preprocess sent (the GPU suite's
+    ``test_ctrl_c_counts_every_checked_frame_as_published...[events-composed]``)."""
+    table = _Table(["camera", "preprocess", "inference"])
+    pipeline = _FlowingPipeline(table)
+    for name in table.order:
+        pipeline._send(name)
+    _collect_last_reports(pipeline, table, pipeline.ask, seconds_each=1.0)
+    latest = table.latest
+    assert latest["camera"]["time"] > latest["preprocess"]["time"] > latest["inference"]["time"]
+    assert latest["camera"]["out"] >= latest["preprocess"]["in"]
+    assert latest["preprocess"]["out"] >= latest["inference"]["checked"]
 
 
 def test_a_killed_source_s_unreported_frames_count_as_published_once_its_readers_report_them():

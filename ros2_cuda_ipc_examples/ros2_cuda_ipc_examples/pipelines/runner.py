@@ -460,7 +460,8 @@ def _collect_last_reports(spinner: Any, table: StatsTable, ask: Callable[[str, s
     consumer's checked, preprocess's frames sent at least what inference checked.  (Taken at one moment instead,
     a node a report behind another showed fewer frames than the node reading it.)  Each is asked for it on
     ``ask(name, fully qualified name)`` (again every half second: its once-a-second report could come too late on a
-    busy machine); a node without a fresh report within ``seconds_each`` (stopped, restarting) keeps its last."""
+    busy machine); a node without a fresh report within ``seconds_each`` (stopped, restarting) keeps its last.
+    Each node's report, once taken, is its final one (:meth:`.StatsTable.keep_final`)."""
     after = time.time()
     try:
         for name in reversed(table.order):
@@ -473,6 +474,7 @@ def _collect_last_reports(spinner: Any, table: StatsTable, ask: Callable[[str, s
                     ask(name, table.latest[name]["node"])
                     asked = time.monotonic()
                 spinner.spin_once(timeout_sec=0.05)
+            table.keep_final(name)
             after = max(after, table.latest[name]["time"])
     except Exception:  # the context was shut down by rclpy's own handler, or Ctrl-C again: keep what we have
         return
