@@ -77,6 +77,26 @@ def test_planar_layout_is_exported_without_a_copy(node):
         assert block.stats()["published"] == 1
 
 
+def test_each_message_carries_its_own_layout_whatever_the_spare_was_filled_with(node):
+    """The publisher builds its next message ahead with its layout's fields written; a message of another layout,
+    or one after ``layout`` was replaced, is written whole."""
+    from ros2_cuda_ipc_image.layout import ImageLayout
+
+    with ImagePublisher(node, "spare_layouts", width=8, height=4, encoding="rgb8", memory="host",
+                        block_count=8) as pub:
+        default = pub.layout
+        other = ImageLayout((2, 8, 3), (24, 3, 1), np.dtype(np.uint8), "bgr8")
+        layouts = []
+        for layout in (None, other, None, None):
+            with pub.borrow() as frame:
+                msg = pub.publish_block(frame.block, layout)
+            layouts.append(ImageLayout.from_message(msg))
+        pub.layout = other
+        with pub.borrow() as frame:
+            layouts.append(ImageLayout.from_message(frame.publish()))
+    assert layouts == [default, other, default, default, other]
+
+
 def test_publisher_arguments_are_checked(node):
     with pytest.raises(ValueError, match="encoding"):
         ImagePublisher(node, "bad", width=4, height=4)

@@ -69,10 +69,18 @@ class TypedPublisher(Generic[L, M]):
                 cuda = self.pool.device if self.pool.memory == "cuda" else None
                 self.twins = CpuTwins(node, specs, reader.read, qos=qos, rate=fallback_rate, cuda_device=cuda,
                                       name=str(self._publisher.topic_name))
-        # The next message is built ahead, after the previous publish: constructing one (its header, core and
-        # arrays) costs more than the rest of a publish at camera rates, and it would sit between stamp and send.
-        self._spare: list[M] = [message_type()]
+        # The next message is built ahead, after the previous publish, with the layout's fields written: constructing
+        # and filling one (its header, core and arrays) costs more than the rest of a publish at camera rates, paid
+        # cold after the idle gap, and it would sit between stamp and send.  Each spare says which layout it holds.
+        self._spare: list[tuple[M, L]] = [self._prepared_message()]
+        self._extent = (layout, max(layout.byte_extent, layout.padded_extent))
         self._diagnostics = PoolDiagnostics(node, topic, self.pool) if diagnostics and node is not None else None
+
+    def _prepared_message(self) -> tuple[M, L]:
+        """A new message with :attr:`layout`'s fields written, and that layout."""
+        msg, layout = self.message_type(), self.layout
+        layout.fill_message(msg)
+        return msg, layout
 
     def twin_specs(self, base_topic: str) -> list[TwinSpec]:
         """The CPU twins of this publisher, the first on ``base_topic``; none by default."""
@@ -106,20 +114,23 @@ class TypedPublisher(Generic[L, M]):
         """
         layout = self.layout if layout is None else layout
         try:
-            msg = self._spare.pop()  # atomic: two threads publishing at once never share a message
+            msg, filled = self._spare.pop()  # atomic: two threads publishing at once never share a message
         except IndexError:
-            msg = self.message_type()
+            msg, filled = self.message_type(), None
         if header is not None:
             msg.header = header
-        layout.fill_message(msg)
-        size = byte_size or min(block.capacity, max(layout.byte_extent, layout.padded_extent))
-        block.prepare_publish(stream, size, into=msg.core)
+        if filled is not layout:
+            layout.fill_message(msg)
+        if not byte_size:
+            known, extent = self._extent
+            byte_size = min(block.capacity, extent if known is layout else max(layout.byte_extent, layout.padded_extent))
+        block.prepare_publish(stream, byte_size, into=msg.core)
         if self._direct is not None:
             self._direct.send(msg, layout)
         if self._publisher is not None:
             self._publisher.publish(msg)
         if not self._spare:
-            self._spare.append(self.message_type())
+            self._spare.append(self._prepared_message())
         if self.twins is not None:
             self.twins.offer(msg)
         return msg

@@ -1,0 +1,49 @@
+"""profile_publish: a real ImagePublisher on a real rclpy node, every step of its publish timed once a frame, the
+stamp-to-DDS-write phase reported; Ctrl-C ends it with 0.  No timing is asserted."""
+
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from gpu_marks import needs_gpu
+
+TOOL = str(Path(__file__).resolve().parents[1] / "profile_publish.py")
+
+
+def _steps(stdout: str) -> dict[str, float]:
+    """step -> calls per frame, from the table."""
+    rows = (re.fullmatch(r"(.+?)\s+(\d+\.\d\d)\s+\S+\s+\S+", line) for line in stdout.splitlines())
+    return {row[1]: float(row[2]) for row in rows if row}
+
+
+@pytest.mark.parametrize("memory", ["host", pytest.param("cuda", marks=needs_gpu)])
+def test_every_step_of_a_publish_is_timed_once_a_frame(memory):
+    result = subprocess.run([sys.executable, TOOL, "--memory", memory, "--count", "20", "--rate", "50", "--size",
+                             "64x48"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    steps = _steps(result.stdout)
+    once = ["PHASE publish (stamp to return)", "PHASE stamp to DDS write", "TypedPublisher.publish_block",
+            "PublishBlock.prepare_publish", "BlockManager._finish (lease, metadata)", "DirectSender.send",
+            f"{'CudaMemory' if memory == 'cuda' else 'HostMemory'}.record_ready"]
+    if memory == "cuda":
+        once += ["Timeline.signal", "driver.cuStreamWriteValue64"]
+    for step in once:
+        assert steps.get(step) == 1.0, (step, result.stdout)
+    # once a frame, and a few more: the pool's diagnostics are published too, and the first message is filled
+    # ahead when the publisher is made (the next one after each DDS write)
+    for step in ("rclpy Publisher.publish", "ImageLayout.fill_message"):
+        assert 1.0 <= steps[step] < 1.5, (step, result.stdout)
+
+
+def test_ctrl_c_ends_it_with_0():
+    tool = subprocess.Popen([sys.executable, TOOL, "--memory", "host", "--count", "1000", "--size", "64x48"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3.0)
+    tool.send_signal(signal.SIGINT)
+    out, err = tool.communicate(timeout=20)
+    assert tool.returncode == 0, err
+    assert "interrupted" in out
