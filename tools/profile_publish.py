@@ -88,7 +88,9 @@ def profile(memory: str, rate: float, count: int, width: int, height: int) -> No
             cu = cuda_context.driver()
             stream = int(driver_call(cu.cuStreamCreate, cu.CUstream_flags.CU_STREAM_NON_BLOCKING))
     instrument(memory)
-    rclpy.init()
+    from rclpy.signals import SignalHandlerOptions
+
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)  # Ctrl-C a KeyboardInterrupt, not a shut-down context
     node = rclpy.create_node("profile_publish")
     publisher = ImagePublisher(node, "profile_publish/image", width=width, height=height, encoding="rgba8",
                                memory=memory, fallback=False)

@@ -40,7 +40,8 @@ def test_every_step_of_a_publish_is_timed_once_a_frame(memory):
 
 
 def test_ctrl_c_ends_it_with_0():
-    tool = subprocess.Popen([sys.executable, TOOL, "--memory", "host", "--count", "1000", "--size", "64x48"],
+    tool = subprocess.Popen([sys.executable, TOOL, "--memory", "host", "--count", "5000", "--rate", "500",
+                             "--size", "64x48"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(3.0)
     tool.send_signal(signal.SIGINT)
