@@ -181,3 +181,26 @@ def test_ctrl_c_ends_a_pipeline_soak_as_interrupted_with_its_summary_and_only_th
     assert not (tmp_path / "logs" / "voxel.log").exists() and (tmp_path / "logs" / "camera.log").exists()
     summary = json.loads((tmp_path / "pipeline-summary.json").read_text())
     assert summary["interrupted"] and summary["soak"]["verdict"] == "interrupted"
+
+
+def test_a_node_is_sampled_for_growth_only_after_its_first_frame():
+    """Before: a node's first samples were taken 5 s after its start, frame or no frame; preprocess makes its
+    output pool (on a GPU: a CUDA context, 20 fds more) at its first frame, so on the H100 a late first frame put
+    53 fds in the first window and 74 in every later sample: 'growth in preprocess fds' with nothing growing."""
+    import random
+
+    from ros2_cuda_ipc_examples.bench.pipeline_soak import STARTUP_GRACE, PipelineSoak
+    from ros2_cuda_ipc_examples.pipelines.live_table import StatsTable
+
+    soak, table, pid = PipelineSoak(random.Random(1), 60.0), StatsTable(["camera", "preprocess"]), os.getpid()
+    report = {"node": "/ns/preprocess", "pid": pid, "time": time.time(), "in": 0, "out": 0, "checked": 0, "bad": 0,
+              "stale": 0, "lost": 0, "gone": 0}
+    table.add("preprocess", report)
+    soak(table, {"preprocess": pid})  # its life starts now
+    later = time.monotonic() + STARTUP_GRACE + 1
+    soak._sample(table, {"preprocess": pid}, later)
+    assert soak.lives["preprocess"][-1].samples == []  # past start-up, no frame yet: not sampled
+    table.add("preprocess", {**report, "in": 1, "out": 1, "checked": 1})
+    soak._sample(table, {"preprocess": pid}, later + 1)
+    [sample] = soak.lives["preprocess"][-1].samples
+    assert sample["fds"] > 0 and soak.lives["preprocess"][-1].first_fds
