@@ -204,3 +204,21 @@ def test_a_node_is_sampled_for_growth_only_after_its_first_frame():
     soak._sample(table, {"preprocess": pid}, later + 1)
     [sample] = soak.lives["preprocess"][-1].samples
     assert sample["fds"] > 0 and soak.lives["preprocess"][-1].first_fds
+
+
+def test_a_consumer_that_never_gets_a_frame_is_a_stall():
+    """The growth sampling waits for a node's first frame; the stall check must not (a review found it did: a
+    subscription DDS never matched reported in=0 for ever and the soak passed)."""
+    import random
+
+    from ros2_cuda_ipc_examples.bench.pipeline_soak import STALL, STARTUP_GRACE, PipelineSoak, SoakFailed
+    from ros2_cuda_ipc_examples.pipelines.live_table import StatsTable
+
+    soak, table, pid = PipelineSoak(random.Random(1), 60.0), StatsTable(["camera", "encoder"]), os.getpid()
+    counts = {"in": 0, "out": 0, "checked": 0, "bad": 0, "stale": 0, "lost": 0, "gone": 0}
+    table.add("camera", {"node": "/ns/camera", "pid": pid + 1, "time": time.time(), "source": True,
+                         **counts, "out": 500})
+    table.add("encoder", {"node": "/ns/encoder", "pid": pid, "time": time.time(), **counts})
+    soak(table, {"encoder": pid})  # its life starts now; the camera is not sampled (no pid given)
+    with pytest.raises(SoakFailed, match=r"encoder .* checked no frame"):
+        soak._sample(table, {"encoder": pid}, time.monotonic() + STARTUP_GRACE + STALL + 1)

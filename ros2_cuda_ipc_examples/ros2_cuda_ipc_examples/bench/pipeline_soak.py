@@ -154,11 +154,14 @@ class PipelineSoak:
             self._gpu = gpu_memory_by_pid()
         for name, pid in pids.items():
             life = self.lives[name][-1]
-            report = table.latest.get(name) or {}
             usage = process_usage(pid)
-            if usage is None or now - life.started < STARTUP_GRACE or not _handled_a_frame(report, pid):
+            if usage is None or now - life.started < STARTUP_GRACE:
                 continue
-            if report.get("pid") == pid and "leases_held" in report:
+            self._check_stall(name, life, table, now)  # before the frame test below: a node never given one is a stall
+            report = table.latest.get(name) or {}
+            if not _handled_a_frame(report, pid):
+                continue
+            if "leases_held" in report:
                 usage["leases_held"] = float(report["leases_held"])
             if pid in self._gpu:
                 usage["gpu_mib"] = self._gpu[pid]
@@ -166,7 +169,6 @@ class PipelineSoak:
             if len(life.samples) < WINDOW:  # the window growth() takes its first median over
                 life.first_fds = life.last_fds
             life.samples.append(usage)
-            self._check_stall(name, life, table, now)
 
     def _check_stall(self, name: str, life: _Life, table: StatsTable, now: float) -> None:
         report, source = table.latest.get(name) or {}, table.latest.get(table.order[0]) or {}
