@@ -196,11 +196,13 @@ class CloudLayout:
         """
         width = self.width if width is None else width
         height = self.height if height is None else height
+        is_dense = self.is_dense if is_dense is None else is_dense
         if not (0 <= width <= self.width and 0 <= height <= self.height):
             raise ValueError(f"{height} x {width} points do not fit a capacity of {self.height} x {self.width}")
+        if (width, height, is_dense) == (self.width, self.height, self.is_dense):
+            return self  # the publisher's own layout: the message it built ahead is filled with it already
         row_step = self.row_step if height > 1 else self.row_step - (self.width - width) * self.point_step
-        return replace(self, width=width, height=height, row_step=row_step,
-                       is_dense=self.is_dense if is_dense is None else is_dense)
+        return replace(self, width=width, height=height, row_step=row_step, is_dense=is_dense)
 
     def geometry(self, name: str) -> FieldGeometry:
         """Geometry of field ``name``: (height, width) organized or (width,) not, plus (count,) when count > 1."""

@@ -188,3 +188,23 @@ def test_big_endian_and_counted_fields_read_as_sent(node):
             np.testing.assert_array_equal(np.asarray(view.field("label")), field_values(big, data, "label"))
             with pytest.raises(BufferError, match=r"field 'label' .*big-endian"):
                 view.field("label").__dlpack__()
+
+
+def test_a_whole_cloud_is_published_with_the_message_built_ahead(node, monkeypatch):
+    """The publisher fills its next message with its own layout after each DDS write; a frame of the whole capacity
+    is that layout, so its fields are written once a publish (a review found twice: ``with_points`` made a new,
+    equal layout every frame).  A part of the capacity is a layout of its own, written whole."""
+    filled = []
+    fill = CloudLayout.fill_message
+    monkeypatch.setattr(CloudLayout, "fill_message", lambda self, msg: (filled.append(self.width), fill(self, msg)))
+    with PointCloudPublisher(node, "pc_host_built_ahead", fields="xyz", width=64, memory="host",
+                             block_count=8) as pub:
+        filled.clear()  # the first message, built with the publisher
+        messages = []
+        for width in (None, None, 10, None):
+            with pub.borrow() as frame:
+                messages.append(frame.publish(width=width))
+    # the whole clouds used the message built ahead; the 10-point one was written over it; each publish built the
+    # next message with the capacity's layout after its DDS write
+    assert filled == [64, 64, 10, 64, 64]
+    assert [(m.width, m.row_step) for m in messages] == [(64, 64 * 12), (64, 64 * 12), (10, 10 * 12), (64, 64 * 12)]

@@ -39,7 +39,10 @@ class BlockLayout(Protocol):
         ...
 
     def fill_message(self, msg: Any) -> None:
-        """Write the layout's fields into a typed message (its ``core`` is filled by the publisher)."""
+        """Write the layout's fields into a typed message (its ``core`` is filled by the publisher).
+
+        Every field but ``header`` and ``core``, on every call: the message may hold another layout's fields (the
+        publisher builds its next message ahead, filled with its own layout)."""
         ...
 
 

@@ -54,6 +54,12 @@ class TypedPublisher(Generic[L, M]):
         device = check_index("device", device)
         self.layout = layout
         self.message_type = message_type
+        # The next message is built ahead, after the previous publish, with the layout's fields written: constructing
+        # and filling one (its header, core and arrays) costs more than the rest of a publish at camera rates, paid
+        # cold after the idle gap, and it would sit between stamp and send.  Each spare says which layout it holds.
+        # Made first: a layout that cannot fill its message leaves nothing to close.
+        self._spare: list[tuple[M, L]] = [self._prepared_message()]
+        self._extent = (layout, _message_extent(layout))
         self.pool = BlockManager(block_size or layout.padded_extent, block_count=block_count, memory=memory,
                                  device=device, reuse_delay=reuse_delay)
         self.topic = topic
@@ -69,11 +75,6 @@ class TypedPublisher(Generic[L, M]):
                 cuda = self.pool.device if self.pool.memory == "cuda" else None
                 self.twins = CpuTwins(node, specs, reader.read, qos=qos, rate=fallback_rate, cuda_device=cuda,
                                       name=str(self._publisher.topic_name))
-        # The next message is built ahead, after the previous publish, with the layout's fields written: constructing
-        # and filling one (its header, core and arrays) costs more than the rest of a publish at camera rates, paid
-        # cold after the idle gap, and it would sit between stamp and send.  Each spare says which layout it holds.
-        self._spare: list[tuple[M, L]] = [self._prepared_message()]
-        self._extent = (layout, max(layout.byte_extent, layout.padded_extent))
         self._diagnostics = PoolDiagnostics(node, topic, self.pool) if diagnostics and node is not None else None
 
     def _prepared_message(self) -> tuple[M, L]:
@@ -123,7 +124,7 @@ class TypedPublisher(Generic[L, M]):
             layout.fill_message(msg)
         if not byte_size:
             known, extent = self._extent
-            byte_size = min(block.capacity, extent if known is layout else max(layout.byte_extent, layout.padded_extent))
+            byte_size = min(block.capacity, extent if known is layout else _message_extent(layout))
         block.prepare_publish(stream, byte_size, into=msg.core)
         if self._direct is not None:
             self._direct.send(msg, layout)
@@ -173,3 +174,8 @@ class TypedPublisher(Generic[L, M]):
 
 
 _Publisher = TypeVar("_Publisher", bound=TypedPublisher[Any, Any])
+
+
+def _message_extent(layout: BlockLayout) -> int:
+    """The bytes a message of ``layout`` carries when the block has room for them."""
+    return max(layout.byte_extent, layout.padded_extent)
