@@ -17,10 +17,11 @@ with exit status 0.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
-from profile_read import WARMUP_FRAMES, _at_rate, _frame, _print_table, _timed, _wrap_attribute
+from step_timer import WARMUP_FRAMES, at_rate, frame_ns, print_table, timed, wrap_attribute
 
 _dds_write_started: list[int] = []
 PUBLISH_DRIVER_CALLS = ("cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent",
@@ -51,7 +52,7 @@ def instrument(memory: str) -> None:
         _dds_write_started.append(time.perf_counter_ns())
         publish(self, msg)
 
-    rclpy.publisher.Publisher.publish = _timed("rclpy Publisher.publish", publish_noting_its_start)  # type: ignore[method-assign]
+    rclpy.publisher.Publisher.publish = timed("rclpy Publisher.publish", publish_noting_its_start)  # type: ignore[method-assign]
     if memory == "cuda":
         from cuda.bindings import driver
 
@@ -64,13 +65,13 @@ def instrument(memory: str) -> None:
                     (cuda_context.on_device, "__exit__", "on_device.__exit__")]
         for name in PUBLISH_DRIVER_CALLS:
             if hasattr(driver, name):
-                setattr(driver, name, _timed(f"driver.{name}", getattr(driver, name)))
+                setattr(driver, name, timed(f"driver.{name}", getattr(driver, name)))
     else:
         from ros2_cuda_ipc_core.memory.host_memory import HostMemory
 
         targets += [(HostMemory, "record_ready", "HostMemory.record_ready")]
     for owner, name, label in targets:
-        _wrap_attribute(owner, name, label)
+        wrap_attribute(owner, name, label)
 
 
 def profile(memory: str, rate: float, count: int, width: int, height: int) -> None:
@@ -101,20 +102,21 @@ def profile(memory: str, rate: float, count: int, width: int, height: int) -> No
             return None
         with borrowed:
             header = Header()
-            _frame.clear()
+            frame_ns.clear()
             _dds_write_started.clear()
             start = time.perf_counter_ns()
             borrowed.publish(stream, header)
             total = (time.perf_counter_ns() - start) / 1e3
-        row = {label: ns / 1e3 for label, ns in _frame.items()}
+        row = {label: ns / 1e3 for label, ns in frame_ns.items()}
         row["PHASE publish (stamp to return)"] = total
         if _dds_write_started:
             row["PHASE stamp to DDS write"] = (_dds_write_started[0] - start) / 1e3
         return row
 
     try:
-        rows = _at_rate(rate, count, frame)
-        _print_table(rows, f"{memory} publish, {width}x{height} rgba8, {rate:g} Hz, {count} frames "
+        print(f"profile_publish: publishing {WARMUP_FRAMES} + {count} frames at {rate:g} Hz", file=sys.stderr, flush=True)
+        rows = at_rate(rate, count, frame)
+        print_table(rows, f"{memory} publish, {width}x{height} rgba8, {rate:g} Hz, {count} frames "
                            f"(+{WARMUP_FRAMES} warm-up), no subscriber, wrappers on")
     finally:
         publisher.close()

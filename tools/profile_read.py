@@ -18,53 +18,19 @@ It wraps private names by design (it is a profiler); nothing here is imported by
 from __future__ import annotations
 
 import argparse
-import collections
 import fcntl
-import functools
 import os
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from step_timer import at_rate, frame_ns, print_table, timed, wrap_attribute
 
 from ros2_cuda_ipc_core import Reader, stats
-from ros2_cuda_ipc_core.measure_cost import WARMUP_FRAMES, _consumer_stream, _with_publisher, percentile
+from ros2_cuda_ipc_core.measure_cost import _consumer_stream, _with_publisher, percentile
 from ros2_cuda_ipc_core.memory import cuda_array, cuda_context, cuda_memory, cuda_releaser, layout, views
 from ros2_cuda_ipc_core.pool import descriptor, imported_pool, leases, read_handle, reader
-
-_frame: collections.Counter[str] = collections.Counter()
-_calls: collections.Counter[str] = collections.Counter()
-
-
-def _timed(label: str, function: Callable[..., Any]) -> Callable[..., Any]:
-    clock = time.perf_counter_ns
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        start = clock()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            _frame[label] += clock() - start
-            _calls[label] += 1
-
-    return wrapper
-
-
-def _wrap_attribute(owner: Any, name: str, label: str) -> None:
-    if isinstance(owner, type):  # found on the class or inherited: wrap it on this class
-        raw = next(klass.__dict__[name] for klass in owner.__mro__ if name in klass.__dict__)
-    else:
-        raw = getattr(owner, name)
-    if isinstance(raw, classmethod):
-        setattr(owner, name, classmethod(_timed(label, raw.__func__)))
-    elif isinstance(raw, staticmethod):
-        setattr(owner, name, staticmethod(_timed(label, raw.__func__)))
-    else:
-        setattr(owner, name, _timed(label, raw))
-
 
 DRIVER_CALLS = ("cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent", "cuStreamGetDevice",
                 "cuEventQuery", "cuStreamWaitEvent", "cuStreamQuery", "cuEventRecord")
@@ -96,37 +62,12 @@ def instrument(memory: str) -> None:
         from cuda.bindings import driver
 
         for name in DRIVER_CALLS:
-            setattr(driver, name, _timed(f"driver.{name}", getattr(driver, name)))
+            setattr(driver, name, timed(f"driver.{name}", getattr(driver, name)))
     else:
         targets += [(views, "host_array")]
     for owner, name in targets:
         label = f"{getattr(owner, '__name__', owner)}.{name}".replace("ros2_cuda_ipc_core.", "")
-        _wrap_attribute(owner, name, label)
-
-
-def _at_rate(rate: float, count: int, frame: Callable[[Any], dict[str, float] | None],
-             prepare: Callable[[int], Any] = lambda index: index) -> list[dict[str, float]]:
-    """``frame(prepare(i))`` once per tick, idle in between (``prepare`` runs before the idle gap, as a
-    descriptor arrives before its consumer wakes); keep what it returns after the warm-up."""
-    period, tick, kept = 1.0 / rate, time.monotonic(), []
-    for index in range(WARMUP_FRAMES + count):
-        prepared = prepare(index)
-        tick = max(tick + period, time.monotonic())
-        time.sleep(max(0.0, tick - time.monotonic()))
-        result = frame(prepared)
-        if index >= WARMUP_FRAMES and result is not None:
-            kept.append(result)
-    return kept
-
-
-def _print_table(rows: list[dict[str, float]], title: str) -> None:
-    print(f"\n{title}\n{'step':52} {'calls/frame':>11} {'p50 us':>8} {'p90 us':>8}")
-    labels = sorted({label for row in rows for label in row}, key=lambda lb: -statistics.median(
-        [row.get(lb, 0.0) for row in rows]))
-    for label in labels:
-        values = [row.get(label, 0.0) for row in rows]
-        per_frame = _calls[label] / max(1, len(rows) + WARMUP_FRAMES) if label in _calls else 1.0
-        print(f"{label:52} {per_frame:11.2f} {percentile(values, 50):8.1f} {percentile(values, 90):8.1f}")
+        wrap_attribute(owner, name, label)
 
 
 def steps(memory: str, rate: float, count: int, byte_size: int, use_torch: bool, wrap: bool) -> None:
@@ -146,7 +87,7 @@ def steps(memory: str, rate: float, count: int, byte_size: int, use_torch: bool,
         rd = Reader()
 
         def frame(core: Any) -> dict[str, float]:
-            _frame.clear()
+            frame_ns.clear()
             t0 = time.perf_counter_ns()
             handle = rd.read(core, stream)
             t1 = time.perf_counter_ns()
@@ -164,19 +105,19 @@ def steps(memory: str, rate: float, count: int, byte_size: int, use_torch: bool,
             del tensor, view
             handle.close()
             t4 = time.perf_counter_ns()
-            row = {label: ns / 1e3 for label, ns in _frame.items()}
+            row = {label: ns / 1e3 for label, ns in frame_ns.items()}
             row.update({"PHASE read": (t1 - t0) / 1e3, "PHASE view": (t2 - t1) / 1e3,
                         "PHASE export": (t3 - t2) / 1e3, "PHASE release": (t4 - t3) / 1e3,
                         "PHASE total": (t4 - t0) / 1e3})
             return row
 
-        rows.extend(_at_rate(rate, count, frame, lambda _: next_descriptor()))
+        rows.extend(at_rate(rate, count, frame, lambda _: next_descriptor()))
 
     rows: list[dict[str, float]] = []
     # The publisher sends the descriptor before the tick: the pipe's round trip is not in the frame's time.
     _with_publisher(memory, byte_size, run)  # type: ignore[arg-type]
     what = "torch.from_dlpack" if use_torch else "__dlpack__"
-    _print_table(rows, f"{memory}, {rate:g} Hz, {count} frames, export = {what}, wrappers {'on' if wrap else 'off'}")
+    print_table(rows, f"{memory}, {rate:g} Hz, {count} frames, export = {what}, wrappers {'on' if wrap else 'off'}")
 
 
 def calls(rate: float, count: int) -> None:
@@ -219,7 +160,7 @@ def calls(rate: float, count: int) -> None:
         op()
         samples[name].append((time.perf_counter_ns() - t0) / 1e3)
 
-    _at_rate(rate, count * len(names), frame)
+    at_rate(rate, count * len(names), frame)
     os.unlink(path)
     print(f"\none operation per frame at {rate:g} Hz ({count} each), us")
     print(f"{'operation':32} {'p50':>8} {'p90':>8} {'min':>8}")
@@ -267,10 +208,10 @@ def floor(memory: str, rate: float, count: int, byte_size: int) -> None:
             assert ok
             return {"flat read": (t1 - t0) / 1e3, "flat release": (t2 - t1) / 1e3}
 
-        rows.extend(_at_rate(rate, count, frame, lambda _: next_descriptor()))
+        rows.extend(at_rate(rate, count, frame, lambda _: next_descriptor()))
 
     _with_publisher(memory, byte_size, run)  # type: ignore[arg-type]
-    _print_table(rows, f"{memory}, {rate:g} Hz, {count} frames: the read's calls with no library code around them")
+    print_table(rows, f"{memory}, {rate:g} Hz, {count} frames: the read's calls with no library code around them")
 
 
 def main() -> None:

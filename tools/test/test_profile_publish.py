@@ -31,9 +31,9 @@ def test_every_step_of_a_publish_is_timed_once_a_frame(memory):
             f"{'CudaMemory' if memory == 'cuda' else 'HostMemory'}.record_ready"]
     for step in once:
         assert steps.get(step) == 1.0, (step, result.stdout)
-    # once a frame, and a few more: the pool's diagnostics are published too, the first message is filled ahead
-    # when the publisher is made (the next one after each DDS write), and a CUDA pool's first use asks the driver
-    # whether timeline values work by writing one
+    # once a frame, and a few more at start-up: the publisher declares its parameters (three /parameter_events), the
+    # first message is filled ahead when the publisher is made (the next one after each DDS write), and a CUDA
+    # pool's first use asks the driver whether timeline values work by writing one
     more = ["Timeline.signal", "driver.cuStreamWriteValue64"] if memory == "cuda" else []
     for step in ("rclpy Publisher.publish", "ImageLayout.fill_message", *more):
         assert 1.0 <= steps[step] < 1.5, (step, result.stdout)
@@ -43,7 +43,8 @@ def test_ctrl_c_ends_it_with_0():
     tool = subprocess.Popen([sys.executable, TOOL, "--memory", "host", "--count", "5000", "--rate", "500",
                              "--size", "64x48"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3.0)
+    assert "publishing" in tool.stderr.readline()  # started: Ctrl-C now lands in the publishing loop
+    time.sleep(0.5)
     tool.send_signal(signal.SIGINT)
     out, err = tool.communicate(timeout=20)
     assert tool.returncode == 0, err
