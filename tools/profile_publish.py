@@ -10,13 +10,14 @@ twins) and each CUDA driver call it makes is wrapped by a timer; prints the call
 each step's time per frame (inclusive; a wrapper adds ~0.2-1 us). ``PHASE stamp to DDS write`` ends where rclpy's
 publish begins: what a subscriber waits for on the publisher's side beyond the benchmark's floor.
 
-It wraps private names by design (it is a profiler); nothing here is imported by the packages. Ctrl-C ends it
-with exit status 0.
+It wraps private names by design (it is a profiler); nothing here is imported by the packages. Ctrl-C or SIGTERM
+ends it with exit status 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from typing import Any
@@ -124,7 +125,13 @@ def profile(memory: str, rate: float, count: int, width: int, height: int) -> No
         rclpy.try_shutdown()
 
 
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    for number in (signal.SIGINT, signal.SIGTERM):  # also when started with SIGINT ignored (a script's `cmd &`)
+        signal.signal(number, _stop)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--memory", choices=("cuda", "host"), default="cuda")
     parser.add_argument("--rate", type=float, default=30.0)
