@@ -77,6 +77,55 @@ def test_slow_producer_is_waited_for_on_the_consumer_stream(sync):
         assert out["errors"] == [] and out["verified"] == 12
 
 
+def _stream_busy(stream) -> bool:
+    from cuda.bindings import driver
+
+    return driver.cuStreamQuery(stream.ptr)[0] == driver.CUresult.CUDA_ERROR_NOT_READY
+
+
+@pytest.mark.parametrize("sync", ["auto", "events"])
+def test_closing_a_pool_waits_for_the_work_published_on_it(sync, monkeypatch):
+    """A 300 ms kernel queued before a publish, no host sync: close() returns once it is done, by the block's
+    timeline slot (a timeline publication records no event) or by its event; unmapped earlier, the GPU's late
+    writes would land in freed memory."""
+    import cupy
+    from cuda_peer import FRAME_BYTES, fill_on
+
+    from ros2_cuda_ipc_core.memory.layout import SYNC_EVENTS, SYNC_TIMELINE
+
+    monkeypatch.setenv("ROS2_CUDA_IPC_SYNC", sync)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with BlockManager(FRAME_BYTES, block_count=2, memory="cuda") as pool:
+        assert pool.header.sync == (SYNC_TIMELINE if sync == "auto" else SYNC_EVENTS)
+        block = pool.acquire_for_publish()
+        fill_on(stream, block.device_ptr, FRAME_BYTES, 1, spin_ms=300)
+        block.prepare_publish(stream)
+        assert _stream_busy(stream)  # the kernel still runs as the pool closes
+    assert not _stream_busy(stream)
+
+
+def test_closing_a_timeline_pool_under_endless_work_leaves_its_memory_mapped(monkeypatch, caplog):
+    """Published work that outlasts the bounded wait: close() returns, says so, and keeps the mapping (and the
+    registered slots) rather than free them under the GPU's queued writes."""
+    import cupy
+    from cuda_peer import FRAME_BYTES, fill_on
+
+    from ros2_cuda_ipc_core.memory import cuda_memory
+
+    monkeypatch.setattr(cuda_memory, "_DRAIN_SECONDS", 0.2)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    pool = BlockManager(FRAME_BYTES, block_count=2, memory="cuda")
+    block = pool.acquire_for_publish()
+    fill_on(stream, block.device_ptr, FRAME_BYTES, 1, spin_ms=3000)
+    block.prepare_publish(stream)
+    with caplog.at_level("WARNING", logger="ros2_cuda_ipc"):
+        pool.close()
+    assert _stream_busy(stream)
+    assert any("left mapped" in record.getMessage() for record in caplog.records)
+    stream.synchronize()  # the fill lands in memory that is still mapped: no fault, and this process goes on
+    assert not _stream_busy(stream)
+
+
 def test_killed_gpu_reader_frees_block_and_killed_publisher_keeps_data():
     import cupy
     from core_peer import core_from_json, core_to_json

@@ -49,6 +49,7 @@ log = logging.getLogger("ros2_cuda_ipc")
 SYNC_ENVIRONMENT = "ROS2_CUDA_IPC_SYNC"
 _NO_HANDLE = np.zeros(64, dtype=np.uint8)
 _MAX_KEPT = 256  # kept imports per mapping: blocks x layouts x importers
+_DRAIN_SECONDS = 10.0  # how long closing a timeline pool waits for the work published on it
 T = TypeVar("T")  # a timeline pool's descriptors carry no event handle
 
 
@@ -66,14 +67,20 @@ class ReadySignal(Protocol):
     def event_handle(self) -> bytes: ...
 
 
-def _free_cuda(device: int, handle: Any, events: list[Any], mapping: tuple[int, int], timeline: list[Any]) -> None:
-    """Give a publisher's allocation back: wait for the work published on it, then events, timeline, mapping,
-    handle."""
+def _free_cuda(device: int, handle: Any, events: list[Any], mapping: tuple[int, int], timeline: list[Any],
+               signaled: list[int]) -> None:
+    """Give a publisher's allocation back: wait for the work published on it (its events, or its timeline slots
+    reaching the values last signalled), then events, timeline, mapping, handle.  Work that never finishes keeps
+    the mapping: unmapped, a late write of the GPU's would land in freed memory."""
     cu = driver()
     with on_device(device):
         for event in events:
-            cu.cuEventSynchronize(event)  # the last publication's writes (and slot writes) may still be queued
+            cu.cuEventSynchronize(event)  # the last publication's writes may still be queued
             cu.cuEventDestroy(event)
+        if timeline[0] is not None and not timeline[0].drain(signaled, _DRAIN_SECONDS):
+            log.warning("CUDA pool on device %d: work published on it has not finished after %.0f s; its memory is "
+                        "left mapped rather than freed under that work", device, _DRAIN_SECONDS)
+            return
         close_timeline(timeline[0])
         unmap_memory(*mapping)
         cu.cuMemRelease(handle)  # readers' imports keep the physical memory alive
@@ -181,8 +188,8 @@ class CudaMemory(_CudaBlocks):
     """The publisher's blocks: one exportable VMM allocation, and per block a timeline slot (once
     :meth:`attach_timeline` registered the pool's metadata) or an interprocess ready event.
 
-    Every block keeps an event either way: with a timeline it is a plain one, recorded after the slot's write,
-    so that closing the pool waits for what was published."""
+    With a timeline a publication is one driver call (the slot's write) and no event: closing the pool waits on
+    the host for each slot to reach the value last written to it."""
 
     readonly = False
 
@@ -201,6 +208,7 @@ class CudaMemory(_CudaBlocks):
         self._handle = driver_call(cu.cuMemCreate, self.size, allocation_prop(device), 0)
         self._events: list[Any] = []
         self._timeline: list[Timeline | None] = [None]  # a box: the finalizer closes what is in it then
+        self._signaled = [0] * block_count  # per block, the last value its timeline slot was told to reach
         self.sync = SYNC_EVENTS
         try:
             self.base_address, _ = map_memory(self._handle, self.size, device, read_only=False)
@@ -209,27 +217,29 @@ class CudaMemory(_CudaBlocks):
             raise
         # Mapping, handle and events go at close() once no view or same-process import uses them (or with this object).
         self._finalizer = weakref.finalize(self, _free_cuda, device, self._handle, self._events,
-                                           (self.base_address, self.size), self._timeline)
+                                           (self.base_address, self.size), self._timeline, self._signaled)
         try:
             pos_fd = cu.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
             self.fd = int(driver_call(cu.cuMemExportToShareableHandle, self._handle, pos_fd, 0))
-            self._make_events(block_count, interprocess=True)
+            self._make_events(block_count)
         except BaseException:
             self.close()
             raise
 
-    def _make_events(self, block_count: int, interprocess: bool) -> None:
+    def _make_events(self, block_count: int) -> None:
+        cu = driver()
+        flags = cu.CUevent_flags.CU_EVENT_DISABLE_TIMING | cu.CUevent_flags.CU_EVENT_INTERPROCESS
+        for _ in range(block_count):
+            self._events.append(driver_call(cu.cuEventCreate, flags))
+        self._event_handles = [np.frombuffer(event_handle_bytes(e), dtype=np.uint8) for e in self._events]
+
+    def _drop_events(self) -> None:
+        """A timeline pool's blocks need no event: its descriptors carry no handle."""
         cu = driver()
         for event in self._events:
             cu.cuEventDestroy(event)
+        self._event_handles = [_NO_HANDLE] * len(self._events)
         self._events.clear()
-        flags = cu.CUevent_flags.CU_EVENT_DISABLE_TIMING
-        if interprocess:
-            flags |= cu.CUevent_flags.CU_EVENT_INTERPROCESS
-        for _ in range(block_count):
-            self._events.append(driver_call(cu.cuEventCreate, flags))
-        self._event_handles = ([np.frombuffer(event_handle_bytes(e), dtype=np.uint8) for e in self._events]
-                               if interprocess else [_NO_HANDLE] * block_count)
 
     def attach_timeline(self, metadata_fd: int, header: PoolHeader) -> int:
         """Signal readiness through the pool's timeline slots where the driver can (mapping ``metadata_fd``
@@ -241,7 +251,7 @@ class CudaMemory(_CudaBlocks):
             try:
                 with on_device(self.device):
                     self._timeline[0] = Timeline(metadata_fd, header, writable=True)
-                    self._make_events(len(self._events), interprocess=False)
+                    self._drop_events()
                 self.sync = SYNC_TIMELINE
                 return self.sync
             except CudaDriverError as exc:
@@ -254,11 +264,13 @@ class CudaMemory(_CudaBlocks):
         """Mark block ``block_id``'s publication ``uid`` ready once the producer's ``stream`` gets there: its
         timeline slot, or its ready event (whose IPC handle, returned, goes in the descriptor)."""
         handle = stream_handle(stream)
+        timeline = self._timeline[0]
         with context_for(handle, self.device):
-            timeline = self._timeline[0]
             if timeline is not None:
                 timeline.signal(block_id, uid, handle)
-            driver_call(driver().cuEventRecord, self._events[block_id], handle)
+                self._signaled[block_id] = uid
+            else:
+                driver_call(driver().cuEventRecord, self._events[block_id], handle)
         return self._event_handles[block_id]
 
     def ready_event(self, block_id: int) -> Any:

@@ -14,6 +14,8 @@ import ctypes
 import functools
 import mmap
 import os
+import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -111,6 +113,19 @@ class Timeline:
         driver_call(cu.cuStreamWaitValue64, stream, self._device_address + self._slot(block_id), value,
                     cu.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ)
         return False
+
+    def drain(self, values: Sequence[int], seconds: float) -> bool:
+        """Wait on the host, at most ``seconds``, until each block's slot reaches ``values[block]``; whether they
+        did (the writes queued on the slots are then done, and so is the work queued before each)."""
+        deadline = time.monotonic() + seconds
+        pause = 0.0001
+        for block_id, value in enumerate(values):
+            while not self.reached(block_id, value):
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(pause)
+                pause = min(2 * pause, 0.01)
+        return True
 
     def close(self) -> None:
         """Unregister and unmap (the caller has waited for the writes queued on it)."""
