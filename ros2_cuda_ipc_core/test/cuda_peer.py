@@ -7,6 +7,7 @@
   gpu-publish-and-wait                      publish two CUDA blocks of known bytes, print them, wait
   gpu-write-readonly                        read the descriptor on stdin and try to write through the view
   gpu-read-each                             read-each of core_peer on CUDA: cupy reads, then counts and stats
+  gpu-fault-then-close                      publish behind a kernel that faults, then close the pool: how long it took
 """
 
 import json
@@ -34,6 +35,12 @@ extern "C" __global__ void spin(long long nanoseconds) {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
     do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < nanoseconds);
 }
+extern "C" __global__ void spin_then_fault(long long nanoseconds) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < nanoseconds);
+    *(volatile int*)16 = 1;  /* an illegal address: the context's error is sticky, its queued work never runs */
+}
 """)
 
 
@@ -53,7 +60,7 @@ def gpu_publisher(count: str, subscribers: str, spin_ms: str, sync: str = "auto"
 
     def fill(block, seq, extra):
         fill_on(stream, block.device_ptr, FRAME_BYTES, seq, spin)
-        # prepare_publish only records an event: the host does not wait for the kernel.
+        # prepare_publish only enqueues the readiness mark: the host does not wait for the kernel.
         extra["published_before_done"] = extra.get("published_before_done", 0) + (not stream.done)
         extra["sync"] = pool.header.sync
         return stream
@@ -195,8 +202,29 @@ def gpu_write_readonly() -> None:
     print(json.dumps(outcome), flush=True)
 
 
+def gpu_fault_then_close() -> dict:
+    pool = BlockManager(FRAME_BYTES, block_count=2, memory="cuda")
+    stream = cupy.cuda.Stream(non_blocking=True)
+    block = pool.acquire_for_publish()
+    with stream:
+        _KERNELS.get_function("spin_then_fault")((1,), (1,), (np.int64(200_000_000),))
+    block.prepare_publish(stream)  # enqueued before the fault: its slot write is queued behind it
+    try:
+        stream.synchronize()
+        faulted = "no fault"
+    except Exception as exc:
+        faulted = f"{type(exc).__name__}: {exc}"
+    start = time.monotonic()
+    try:
+        pool.close()
+        closed = "ok"
+    except Exception as exc:
+        closed = f"{type(exc).__name__}: {exc}"
+    return {"sync": pool.header.sync, "fault": faulted, "closed": closed, "closed_in": time.monotonic() - start}
+
+
 if __name__ == "__main__":
     play({"gpu-publisher": gpu_publisher, "gpu-subscriber": gpu_subscriber,
           "gpu-subscriber-across": gpu_subscriber_across, "gpu-hold": gpu_hold,
           "gpu-publish-and-wait": gpu_publish_and_wait, "gpu-write-readonly": gpu_write_readonly,
-          "gpu-read-each": gpu_read_each})
+          "gpu-read-each": gpu_read_each, "gpu-fault-then-close": gpu_fault_then_close})

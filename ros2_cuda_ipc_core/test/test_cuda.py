@@ -4,6 +4,7 @@ Every test here skips, saying why, on a machine without a usable CUDA driver and
 """
 
 import ctypes
+import os
 import signal
 import time
 from functools import partial
@@ -98,10 +99,12 @@ def test_closing_a_pool_waits_for_the_work_published_on_it(sync, monkeypatch):
     with BlockManager(FRAME_BYTES, block_count=2, memory="cuda") as pool:
         assert pool.header.sync == (SYNC_TIMELINE if sync == "auto" else SYNC_EVENTS)
         block = pool.acquire_for_publish()
-        fill_on(stream, block.device_ptr, FRAME_BYTES, 1, spin_ms=300)
+        launched = time.monotonic()
+        fill_on(stream, block.device_ptr, FRAME_BYTES, 1, spin_ms=300)  # 300 ms of the GPU's own clock
         block.prepare_publish(stream)
         assert _stream_busy(stream)  # the kernel still runs as the pool closes
-    assert not _stream_busy(stream)
+    # not a speed bound: the kernel cannot have ended sooner, so a close that returned earlier did not wait for it
+    assert time.monotonic() - launched >= 0.29
 
 
 def test_closing_a_timeline_pool_under_endless_work_leaves_its_memory_mapped(monkeypatch, caplog):
@@ -111,10 +114,13 @@ def test_closing_a_timeline_pool_under_endless_work_leaves_its_memory_mapped(mon
     from cuda_peer import FRAME_BYTES, fill_on
 
     from ros2_cuda_ipc_core.memory import cuda_memory
+    from ros2_cuda_ipc_core.memory.layout import SYNC_TIMELINE
 
     monkeypatch.setattr(cuda_memory, "_DRAIN_SECONDS", 0.2)
+    monkeypatch.setenv("ROS2_CUDA_IPC_SYNC", "auto")
     stream = cupy.cuda.Stream(non_blocking=True)
     pool = BlockManager(FRAME_BYTES, block_count=2, memory="cuda")
+    assert pool.header.sync == SYNC_TIMELINE
     block = pool.acquire_for_publish()
     fill_on(stream, block.device_ptr, FRAME_BYTES, 1, spin_ms=3000)
     block.prepare_publish(stream)
@@ -124,6 +130,17 @@ def test_closing_a_timeline_pool_under_endless_work_leaves_its_memory_mapped(mon
     assert any("left mapped" in record.getMessage() for record in caplog.records)
     stream.synchronize()  # the fill lands in memory that is still mapped: no fault, and this process goes on
     assert not _stream_busy(stream)
+
+
+def test_a_pool_whose_context_faulted_closes_without_waiting_out_its_bound():
+    """The kernel before a publish faults (an illegal address): the slot's write never lands, and close() does not
+    wait its 10 s for it, as the context can run nothing more."""
+    from ros2_cuda_ipc_core.memory.layout import SYNC_TIMELINE
+
+    environment = {name: value for name, value in os.environ.items() if name != "ROS2_CUDA_IPC_SYNC"}
+    outcome = last_json(spawn("gpu-fault-then-close", env=environment).communicate(timeout=60)[0])
+    assert outcome["sync"] == SYNC_TIMELINE and outcome["fault"] != "no fault", outcome
+    assert outcome["closed"] == "ok" and outcome["closed_in"] < 5, outcome
 
 
 def test_killed_gpu_reader_frees_block_and_killed_publisher_keeps_data():

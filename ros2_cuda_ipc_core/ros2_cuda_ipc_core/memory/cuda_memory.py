@@ -77,13 +77,19 @@ def _free_cuda(device: int, handle: Any, events: list[Any], mapping: tuple[int, 
         for event in events:
             cu.cuEventSynchronize(event)  # the last publication's writes may still be queued
             cu.cuEventDestroy(event)
-        if timeline[0] is not None and not timeline[0].drain(signaled, _DRAIN_SECONDS):
-            log.warning("CUDA pool on device %d: work published on it has not finished after %.0f s; its memory is "
+        if timeline[0] is not None and not timeline[0].drain(signaled, _DRAIN_SECONDS, _context_usable):
+            log.warning("CUDA pool on device %d: work published on it has not finished after %g s; its memory is "
                         "left mapped rather than freed under that work", device, _DRAIN_SECONDS)
             return
         close_timeline(timeline[0])
         unmap_memory(*mapping)
         cu.cuMemRelease(handle)  # readers' imports keep the physical memory alive
+
+
+def _context_usable() -> bool:
+    """Whether the current context can still run work: after a sticky error (a kernel's illegal address) queued
+    slot writes never land, and a wait for them would only run out its time."""
+    return driver().cuMemGetInfo()[0] == driver().CUresult.CUDA_SUCCESS
 
 
 def _free_import(device: int, events: dict[int, tuple[bytes, Any]], mapping: tuple[int, int],

@@ -15,7 +15,7 @@ import functools
 import mmap
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -114,13 +114,16 @@ class Timeline:
                     cu.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ)
         return False
 
-    def drain(self, values: Sequence[int], seconds: float) -> bool:
+    def drain(self, values: Sequence[int], seconds: float, usable: Callable[[], bool]) -> bool:
         """Wait on the host, at most ``seconds``, until each block's slot reaches ``values[block]``; whether they
-        did (the writes queued on the slots are then done, and so is the work queued before each)."""
+        did (the writes queued on the slots are then done, and so is the work queued before each).  True at once
+        when ``usable()`` says the context is broken: its queued work will never run, so nothing can write."""
         deadline = time.monotonic() + seconds
         pause = 0.0001
         for block_id, value in enumerate(values):
             while not self.reached(block_id, value):
+                if not usable():
+                    return True
                 if time.monotonic() > deadline:
                     return False
                 time.sleep(pause)
