@@ -2,7 +2,10 @@
 and no error inside read() leaves a lease behind."""
 
 import gc
+import os
 import signal
+import subprocess
+import sys
 from functools import partial
 from pathlib import Path
 
@@ -91,6 +94,33 @@ def test_a_view_keeps_its_mapping_past_close_and_no_longer():
     del writable
     after = resource_counts()
     assert after["pool_maps"] < before_close["pool_maps"] and after["fds"] < before_close["fds"]
+
+
+def test_a_fork_after_close_leaves_the_fds_that_reused_the_pools_numbers_alone():
+    """A closed pool still alive as an object, its metadata fd's number taken by another file since: a forked child
+    (``subprocess`` with a ``preexec_fn`` runs the fork hooks, so does ``multiprocessing``) keeps that file.  Before,
+    the child closed it: in a loaded CI run, a subprocess's own pipe, and the spawn failed with EBADF."""
+    pool = BlockManager(4096, block_count=1, memory="host")
+    number = pool._metadata_fd
+    pool.close()
+    read_end, write_end = os.pipe()
+    try:
+        os.dup2(read_end, number)  # the number now names this process's pipe, as a later open() could
+        child = os.fork()
+        if child == 0:  # the fork hooks have run: is the pipe still there?
+            try:
+                os.fstat(number)
+                os._exit(0)
+            except OSError:
+                os._exit(3)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        spawned = subprocess.run([sys.executable, "-c", "pass"], preexec_fn=lambda: None, timeout=60)
+        assert spawned.returncode == 0
+    finally:
+        for fd in {read_end, write_end, number}:
+            os.close(fd)
+    del pool
 
 
 def test_reader_drops_a_dead_publishers_pool_once_no_view_is_held():

@@ -33,7 +33,7 @@ from ..memory.memfd import create_sealed, map_fd, seal_writes
 from ..stats import Counters
 from ..throttle import Throttle
 from .fd_server import SERVER_COUNTERS, FdServer
-from .fork_safety import close_in_forked_children
+from .fork_safety import close_in_forked_children, forget_in_forked_children
 from .imported_pool import ImportedPool
 from .leases import FIRST_BLOCK_LEASE, LIVENESS_LEASE, LeaseFile, reopen
 from .publish_block import PublishBlock
@@ -274,15 +274,20 @@ class BlockManager:
         local_pools.pop(self.pool_id, None)
         for imported in local_imports:  # same-process readers: no new reads, closed once their views are gone
             imported.retire()
+        forget_in_forked_children(self)
         self._server.close()
         self.leases.close()  # drops the liveness lock: readers' next reads see the pool gone
         self.metadata.close()
         os.close(self._metadata_fd)
+        self._metadata_fd = -1  # its number is free for any other file of this process from here on
         self._memory.close()
 
     def _close_in_child(self) -> None:
         """After ``fork()``: the child gives up its copies of the pool's socket, locks and fds, so a forked child
-        neither answers for the pool nor keeps it looking alive to readers once this publisher is gone."""
+        neither answers for the pool nor keeps it looking alive to readers once this publisher is gone.  Nothing
+        of a pool closed before the fork: its fds' numbers may name other files by then (a subprocess's pipes)."""
+        if self._closed:
+            return
         self._closed = True
         local_pools.pop(self.pool_id, None)
         self._server.close_in_child()

@@ -29,6 +29,11 @@ def close_in_forked_children(obj: _ClosesInChild) -> None:
     _registered.add(obj)
 
 
+def forget_in_forked_children(obj: _ClosesInChild) -> None:
+    """``obj`` has closed: a child forked from now on has nothing of it to let go of."""
+    _registered.discard(obj)
+
+
 def _after_fork_in_child() -> None:
     for obj in list(_registered):
         try:
