@@ -71,19 +71,25 @@ def _free_cuda(device: int, handle: Any, events: list[Any], mapping: tuple[int, 
                signaled: list[int]) -> None:
     """Give a publisher's allocation back: wait for the work published on it (its events, or its timeline slots
     reaching the values last signalled), then events, timeline, mapping, handle.  Work that never finishes keeps
-    the mapping: unmapped, a late write of the GPU's would land in freed memory."""
+    the mapping: unmapped, a late write of the GPU's would land in freed memory.  A context the driver no longer
+    lets this process enter (a sticky error) is said once here, not raised from ``close()``: what it held goes
+    with it."""
     cu = driver()
-    with on_device(device):
-        for event in events:
-            cu.cuEventSynchronize(event)  # the last publication's writes may still be queued
-            cu.cuEventDestroy(event)
-        if timeline[0] is not None and not timeline[0].drain(signaled, _DRAIN_SECONDS, _context_usable):
-            log.warning("CUDA pool on device %d: work published on it has not finished after %g s; its memory is "
-                        "left mapped rather than freed under that work", device, _DRAIN_SECONDS)
-            return
-        close_timeline(timeline[0])
-        unmap_memory(*mapping)
-        cu.cuMemRelease(handle)  # readers' imports keep the physical memory alive
+    try:
+        with on_device(device):
+            for event in events:
+                cu.cuEventSynchronize(event)  # the last publication's writes may still be queued
+                cu.cuEventDestroy(event)
+            if timeline[0] is not None and not timeline[0].drain(signaled, _DRAIN_SECONDS, _context_usable):
+                log.warning("CUDA pool on device %d: work published on it has not finished after %g s; its memory "
+                            "is left mapped rather than freed under that work", device, _DRAIN_SECONDS)
+                return
+            close_timeline(timeline[0])
+            unmap_memory(*mapping)
+            cu.cuMemRelease(handle)  # readers' imports keep the physical memory alive
+    except CudaDriverError as exc:
+        log.warning("CUDA pool on device %d: its context is unusable (%s); its memory goes with that context",
+                    device, exc)
 
 
 def _context_usable() -> bool:
