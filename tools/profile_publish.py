@@ -26,7 +26,7 @@ from step_timer import WARMUP_FRAMES, at_rate, frame_ns, print_table, timed, wra
 
 _dds_write_started: list[int] = []
 PUBLISH_DRIVER_CALLS = ("cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent",
-                        "cuStreamWriteValue64", "cuEventRecord")
+                        "cuStreamQuery", "cuStreamWriteValue64", "cuEventRecord")
 
 
 def instrument(memory: str) -> None:
@@ -62,6 +62,7 @@ def instrument(memory: str) -> None:
         from ros2_cuda_ipc_core.memory.cuda_timeline import Timeline
 
         targets += [(CudaMemory, "record_ready", "CudaMemory.record_ready"), (Timeline, "signal", "Timeline.signal"),
+                    (Timeline, "mark", "Timeline.mark"),
                     (cuda_context.on_device, "__enter__", "on_device.__enter__"),
                     (cuda_context.on_device, "__exit__", "on_device.__exit__")]
         for name in PUBLISH_DRIVER_CALLS:

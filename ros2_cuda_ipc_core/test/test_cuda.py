@@ -78,6 +78,43 @@ def test_slow_producer_is_waited_for_on_the_consumer_stream(sync):
         assert out["errors"] == [] and out["verified"] == 12
 
 
+def test_an_idle_stream_s_publication_is_marked_from_the_host_and_a_busy_one_s_by_its_stream(monkeypatch):
+    """A producer that synchronized its stream: the block's slot holds the publication's uid as prepare_publish
+    returns, with no GPU command enqueued.  One whose fill still runs: the stream writes the slot, and not before
+    the fill is done (a reader that saw it early would read a torn frame)."""
+    import cupy
+    from cuda_peer import FRAME_BYTES, fill_on
+
+    from ros2_cuda_ipc_core.memory.cuda_timeline import Timeline
+    from ros2_cuda_ipc_core.memory.layout import SYNC_TIMELINE
+
+    monkeypatch.setenv("ROS2_CUDA_IPC_SYNC", "auto")
+    enqueued: list[int] = []
+    signal = Timeline.signal
+
+    def noted_signal(self, block_id, value, stream):
+        enqueued.append(value)
+        signal(self, block_id, value, stream)
+
+    monkeypatch.setattr(Timeline, "signal", noted_signal)  # a spy: the real write is still enqueued
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with BlockManager(FRAME_BYTES, block_count=2, memory="cuda") as pool:
+        assert pool.header.sync == SYNC_TIMELINE
+        timeline = pool._memory._timeline[0]  # the private slots: what a reader's host check reads
+        enqueued.clear()  # the driver's first capability probe in this process writes one
+        idle = pool.acquire_for_publish()
+        fill_on(stream, idle.device_ptr, FRAME_BYTES, 1)
+        stream.synchronize()
+        core = idle.prepare_publish(stream)
+        assert timeline.reached(core.block_id, core.uid) and enqueued == []
+        busy = pool.acquire_for_publish()
+        fill_on(stream, busy.device_ptr, FRAME_BYTES, 2, spin_ms=300)
+        core = busy.prepare_publish(stream)
+        assert enqueued == [core.uid] and not timeline.reached(core.block_id, core.uid)
+        stream.synchronize()
+        assert timeline.reached(core.block_id, core.uid)
+
+
 def _stream_busy(stream) -> bool:
     from cuda.bindings import driver
 

@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import CudaDriverError, CudaUnavailableError, InvalidDescriptorError, Ros2CudaIpcError
 from .collected import when_collected
 from .cuda_array import CudaArray
-from .cuda_context import context_for, driver, on_device
+from .cuda_context import DEFAULT_STREAMS, context_for, driver, on_device
 from .cuda_driver import device_count, driver_call, require_cuda
 from .cuda_releaser import releaser
 from .cuda_timeline import Timeline, close_timeline, timeline_unsupported
@@ -36,6 +36,7 @@ from .cuda_vmm import (
     map_memory,
     open_event_handle,
     stream_device,
+    stream_idle,
     unmap_memory,
     wait_unless_done,
 )
@@ -200,8 +201,9 @@ class CudaMemory(_CudaBlocks):
     """The publisher's blocks: one exportable VMM allocation, and per block a timeline slot (once
     :meth:`attach_timeline` registered the pool's metadata) or an interprocess ready event.
 
-    With a timeline a publication is one driver call (the slot's write) and no event: closing the pool waits on
-    the host for each slot to reach the value last written to it."""
+    With a timeline a publication records no event: the slot is written from the host when the producer's stream is
+    idle already, else by that stream (one enqueued write).  Closing the pool waits on the host for each slot to
+    reach the value last written to it."""
 
     readonly = False
 
@@ -274,12 +276,19 @@ class CudaMemory(_CudaBlocks):
 
     def record_ready(self, block_id: int, uid: int, stream: StreamLike) -> np.ndarray:
         """Mark block ``block_id``'s publication ``uid`` ready once the producer's ``stream`` gets there: its
-        timeline slot, or its ready event (whose IPC handle, returned, goes in the descriptor)."""
+        timeline slot (written from the host at once when that stream is idle), or its ready event (whose IPC
+        handle, returned, goes in the descriptor)."""
         handle = stream_handle(stream)
         timeline = self._timeline[0]
         with context_for(handle, self.device):
             if timeline is not None:
-                timeline.signal(block_id, uid, handle)
+                # A producer that synchronized its stream (a camera's fill, say) needs no GPU command: a query and
+                # a host store cost less than enqueueing the write.  Not for a default stream, whose query leaves
+                # out the other streams that work enqueued on it would wait for.
+                if handle not in DEFAULT_STREAMS and stream_idle(handle):
+                    timeline.mark(block_id, uid)
+                else:
+                    timeline.signal(block_id, uid, handle)
                 self._signaled[block_id] = uid
             else:
                 driver_call(driver().cuEventRecord, self._events[block_id], handle)

@@ -16,6 +16,7 @@ from typing import Any
 
 from .cuda_context import context_for, driver, make_current, on_device
 from .cuda_driver import driver_call
+from .cuda_vmm import stream_idle
 
 log = logging.getLogger("ros2_cuda_ipc")
 
@@ -48,7 +49,7 @@ class Releaser:
         without the worker, when the stream is idle already (a consumer that synchronized, say)."""
         cu = driver()
         with context_for(stream, device):
-            idle = cu.cuStreamQuery(stream)[0] == cu.CUresult.CUDA_SUCCESS
+            idle = stream_idle(stream)
             if not idle:
                 event = self._event(device)
                 driver_call(cu.cuEventRecord, event, stream)

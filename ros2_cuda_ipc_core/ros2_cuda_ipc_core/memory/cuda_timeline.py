@@ -71,6 +71,7 @@ class Timeline:
     def __init__(self, fd: int, header: PoolHeader, writable: bool) -> None:
         self._device = header.device
         self._offset = header.timeline_offset
+        self._writable = writable
         self._map: mmap.mmap | None = map_fd(fd, header.metadata_size, writable=writable)
         whole = np.frombuffer(self._map, np.uint8)
         self._host = int(whole.ctypes.data)
@@ -104,6 +105,13 @@ class Timeline:
         cu = driver()
         driver_call(cu.cuStreamWriteValue64, stream, self._device_address + self._slot(block_id), value,
                     cu.CUstreamWriteValue_flags.CU_STREAM_WRITE_VALUE_DEFAULT)
+
+    def mark(self, block_id: int, value: int) -> None:
+        """Write ``value`` into the block's slot from the host, for work that has already finished: what
+        :meth:`signal` would enqueue, without a GPU command (the publisher's mapping only)."""
+        if not self._writable:
+            raise ValueError("a reader's timeline is read-only")
+        ctypes.c_uint64.from_address(self._host + self._slot(block_id)).value = value
 
     def wait(self, block_id: int, value: int, stream: int) -> bool:
         """Order ``stream`` after the block's slot reaches ``value``; whether it had (then nothing is enqueued)."""

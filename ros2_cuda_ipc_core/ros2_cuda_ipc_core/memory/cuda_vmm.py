@@ -111,6 +111,13 @@ def wait_unless_done(stream: int, event: Any) -> bool:
     return False
 
 
+def stream_idle(stream: int) -> bool:
+    """Whether the work queued on ``stream`` so far has finished: a host query, nothing enqueued (for a default
+    stream it says nothing of the other streams it waits for)."""
+    cu = driver()
+    return bool(cu.cuStreamQuery(stream)[0] == cu.CUresult.CUDA_SUCCESS)
+
+
 def stream_device(stream: int) -> int | None:
     """The device a stream belongs to; None for the default streams (they follow the current context)."""
     if stream in DEFAULT_STREAMS:
