@@ -1,14 +1,15 @@
-"""The peek at a serialized descriptor (direct delivery's duplicate check) agrees with rclpy's deserialization on
-every typed message, and answers None, quickly, for bytes it cannot read."""
+"""The peek at a serialized typed message (a subscription's template path and direct delivery's duplicate check)
+agrees with rclpy's deserialization on every typed message, keys two messages alike only where their layout fields
+are, and answers None, quickly, for bytes it cannot read."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rclpy.serialization import serialize_message
+from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import PointField
 
-from ros2_cuda_ipc_core.typed.peek import peek_publication
+from ros2_cuda_ipc_core.typed.peek import peek_message
 from ros2_cuda_ipc_msgs.msg import GpuImage, GpuPointCloud2, GpuTensor
 
 
@@ -28,24 +29,77 @@ def message(kind, frame_id="camera", socket_path="@ros2_cuda_ipc/123.4026531836/
     return msg
 
 
+def _read_by_rclpy(msg):
+    core = msg.core
+    return (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id,
+            (core.socket_path, bytes(core.pool_id), core.block_id, core.uid, core.publisher_pid, core.memory,
+             core.device_id, bytes(core.event_handle), core.byte_size))
+
+
+def _read_by_peek(peeked):
+    core = peeked.core
+    return (peeked.sec, peeked.nanosec, peeked.frame_id,
+            (core.socket_path, core.pool_id, core.block_id, core.uid, core.publisher_pid, core.memory,
+             core.device_id, core.event_handle, core.byte_size))
+
+
 @pytest.mark.parametrize("kind", [GpuImage, GpuPointCloud2, GpuTensor])
-@given(frame_id=st.text(max_size=40), uid=st.integers(0, 2**64 - 1), pid=st.integers(0, 2**32 - 1),
-       names=st.lists(st.text(max_size=9), max_size=5))
+@given(frame_id=st.text(max_size=40).filter(lambda text: "\0" not in text), uid=st.integers(0, 2**64 - 1),
+       pid=st.integers(0, 2**32 - 1), names=st.lists(st.text(max_size=9), max_size=5),
+       sec=st.integers(-2**31, 2**31 - 1), memory=st.integers(0, 255), handle=st.binary(min_size=64, max_size=64))
 @settings(max_examples=60, deadline=None)
-def test_a_peek_reads_what_deserialization_reads(kind, frame_id, uid, pid, names):
+def test_a_peek_reads_what_deserialization_reads(kind, frame_id, uid, pid, names, sec, memory, handle):
     msg = message(kind, frame_id, uid=uid, pid=pid, names=names)
+    msg.header.stamp.sec, msg.header.stamp.nanosec = sec, 999_999_999
+    msg.core.memory, msg.core.device_id, msg.core.byte_size = memory, 2**32 - 1, 2**64 - 1
+    msg.core.event_handle = np.frombuffer(handle, dtype=np.uint8)
     data = serialize_message(msg)
-    assert peek_publication(data, kind) == ((bytes(range(16)), msg.core.socket_path, pid), uid)
-    for cut in range(0, len(data), 7):  # a truncated copy is never misread: right (past the core's pid) or None
-        assert peek_publication(data[:cut], kind) in (None, ((bytes(range(16)), msg.core.socket_path, pid), uid))
+    peeked = peek_message(data, kind)
+    assert _read_by_peek(peeked) == _read_by_rclpy(deserialize_message(data, kind))
+    for cut in range(0, len(data), 7):  # a truncated copy is never misread: None (its padding alone may go)
+        assert peek_message(data[:cut], kind) is None or cut >= len(data) - 7
+
+
+@pytest.mark.parametrize("kind", [GpuImage, GpuPointCloud2, GpuTensor])
+def test_messages_share_a_template_key_only_where_every_field_but_header_and_core_s_per_frame_ones_is_the_same(kind):
+    base = peek_message(serialize_message(message(kind)), kind).template_key
+    per_frame = message(kind, frame_id="lidar1", uid=9)  # a frame_id of the same length: see the next test
+    per_frame.header.stamp.sec, per_frame.core.block_id = 77, 1
+    per_frame.core.event_handle = np.full(64, 5, dtype=np.uint8)
+    assert peek_message(serialize_message(per_frame), kind).template_key == base
+    layout = message(kind, names=("n", "cc", "hhx"))
+    if kind is GpuImage:
+        layout.encoding = "bgra8"
+    other_pool = message(kind, socket_path="@elsewhere")
+    other_size = message(kind)
+    other_size.core.byte_size = 1
+    for other in (layout, other_pool, other_size):
+        assert peek_message(serialize_message(other), kind).template_key != base
+
+
+def test_the_same_layout_bytes_at_another_alignment_key_another_template():
+    """A frame_id one byte longer moves the fields after the header: their padding, so their bytes, may read
+    differently there, so the key holds where they start."""
+    keys = {peek_message(serialize_message(message(GpuTensor, frame_id="f" * n)), GpuTensor).template_key
+            for n in range(8)}
+    assert len(keys) > 1
+
+
+def test_a_type_without_a_top_level_header_and_core_is_never_peeked():
+    from sensor_msgs.msg import Image
+
+    from ros2_cuda_ipc_msgs.msg import BufferCore
+
+    assert peek_message(serialize_message(Image()), Image) is None
+    assert peek_message(serialize_message(BufferCore()), BufferCore) is None
 
 
 @given(st.binary(max_size=2000))
 @settings(max_examples=300, deadline=None)
 def test_any_bytes_give_a_peek_or_none_never_an_error(data):
     for kind in (GpuImage, GpuPointCloud2, GpuTensor):
-        result = peek_publication(b"\x00\x01\x00\x00" + data, kind)
-        assert result is None or len(result[0][0]) == 16
+        result = peek_message(b"\x00\x01\x00\x00" + data, kind)
+        assert result is None or (len(result.core.pool_id) == 16 and len(result.core.event_handle) == 64)
 
 
 def test_a_huge_claimed_count_costs_nothing():
@@ -53,4 +107,4 @@ def test_a_huge_claimed_count_costs_nothing():
     data = bytearray(serialize_message(message(GpuPointCloud2, names=("x",))))
     at = data.index(b"x\x00") - 8  # the fields' count, before the first name's length
     data[at:at + 4] = (2**32 - 1).to_bytes(4, "little")
-    assert peek_publication(bytes(data), GpuPointCloud2) is None  # walking them would be hours, not this test
+    assert peek_message(bytes(data), GpuPointCloud2) is None  # walking them would be hours, not this test

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 
-class DirectMessage:
-    """A typed message delivered directly: ``header`` and ``core`` of this publication, every other field the
-    template's (the layout's fields, unchanged since the template was sent)."""
+class TemplateMessage:
+    """A typed message made of a template's fields and one publication's ``header`` and ``core``: what a reader
+    gets where the layout's fields repeat from frame to frame (a direct record; a DDS copy whose bytes repeat a
+    template's)."""
 
     __slots__ = ("_template", "core", "header")
 
@@ -24,6 +25,13 @@ class DirectMessage:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._template, name)
+
+
+class DirectMessage(TemplateMessage):
+    """A typed message delivered directly: every field but ``header`` and ``core`` the template's, unchanged since
+    the pool sent it on the channel."""
+
+    __slots__ = ()
 
 
 class HeaderSpares:

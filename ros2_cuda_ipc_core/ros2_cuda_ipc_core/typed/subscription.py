@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, Literal, TypeVar
 
-from ..direct.frames import DirectMessage, HeaderSpares
+from ..direct.frames import DirectMessage, HeaderSpares, TemplateMessage
 from ..direct.receiver import DirectReceiver
 from ..direct.wire import Frame
 from ..errors import CudaUnavailableError, InvalidDescriptorError, PoolUnavailableError, Ros2CudaIpcError, StaleDescriptorError
@@ -39,7 +39,7 @@ from ..node.topic_check import check_topic
 from ..pool.block_manager import MemoryKind
 from ..pool.descriptor import Descriptor, InstanceKey
 from .checks import require_cuda_for
-from .peek import peek_publication
+from .peek import Templates, peek_message
 from .reader import TypedReader
 from .twins import twin_topic
 from .upload import TwinUpload
@@ -129,10 +129,12 @@ class TypedSubscription(Generic[V]):
         self._dropped: Counter[str] = Counter()
         self._direct_layouts: dict[tuple[InstanceKey, int, int], Any] = {}
         self._headers: HeaderSpares | None = None
-        # Direct delivery takes DDS copies serialized: most are duplicates, dropped without deserializing (.peek).
-        self._subscription = node.create_subscription(
-            message_type, topic, self._on_serialized if delivery == "direct" else self._on_descriptor, qos,
-            raw=delivery == "direct")
+        # DDS messages come serialized: one that repeats a template's layout is read without deserializing it, and
+        # with direct delivery most are duplicates, dropped after a peek (.peek).
+        self._templates = Templates(reader.layout_of)
+        self._deserialized = 0  # DDS messages that matched no template
+        self._dds_headers = HeaderSpares()
+        self._subscription = node.create_subscription(message_type, topic, self._on_serialized, qos, raw=True)
         self._topic_check = check_topic(node, topic, message_type)  # a misspelt topic, or one of another type, is said
         self.topic = str(self._subscription.topic_name)
         self.twin_topic = fallback_topic or twin_topic(self.topic)
@@ -199,35 +201,48 @@ class TypedSubscription(Generic[V]):
 
     # -- descriptors and twins ------------------------------------------------------------------------------
 
-    def _on_descriptor(self, msg: Any) -> None:
-        """A descriptor from DDS (the executor's thread): handled here, or on the delivery thread when direct."""
+    def _on_descriptor(self, msg: Any, layout: Any = None) -> None:
+        """A descriptor from DDS (the executor's thread): handled here, or on the delivery thread when direct;
+        ``layout``: its checked layout, where a template gave it."""
         self._topic_check.cancel()
         self._arrived["dds"] += 1
         if self._receiver is None:
-            self._handle_descriptor(msg)
+            self._handle_descriptor(msg, layout)
         elif int(msg.core.uid) <= self._last_uid.get(_instance(msg.core), 0):
             self._dropped["duplicate"] += 1  # the direct path delivered it already: no hand-over for nothing
         else:
-            self._receiver.submit(partial(self._handle_descriptor, msg))
+            self._receiver.submit(partial(self._handle_descriptor, msg, layout))
 
     def _on_serialized(self, data: bytes) -> None:
-        """A serialized descriptor from DDS (direct delivery, the executor's thread): a copy of a frame the direct
-        path delivered already costs a peek, not a deserialization."""
-        peeked = peek_publication(data, self._message_type)
-        if peeked is not None and peeked[1] <= self._last_uid.get(peeked[0], 0):
-            self._topic_check.cancel()
-            self._arrived["dds"] += 1
-            self._dropped["duplicate"] += 1
-            return
+        """A serialized message from DDS (the executor's thread): one that repeats a template's layout is that
+        template with its header and core, and a copy of a frame the direct path delivered already costs a peek;
+        anything else is deserialized."""
+        peeked = peek_message(data, self._message_type)
+        if peeked is not None:
+            core = peeked.core
+            if self._receiver is not None and core.uid <= self._last_uid.get(core.instance, 0):
+                self._topic_check.cancel()
+                self._arrived["dds"] += 1
+                self._dropped["duplicate"] += 1
+                return
+            known = self._templates.get(peeked.template_key)
+            if known is not None:
+                template, layout = known
+                header = self._dds_headers.take(peeked.sec, peeked.nanosec, peeked.frame_id)
+                self._on_descriptor(TemplateMessage(header, core, template), layout)
+                self._dds_headers.refill()  # the next frame's header, made now, while nothing waits
+                return
         from rclpy.serialization import deserialize_message
 
+        self._deserialized += 1
         try:
             msg: Any = deserialize_message(data, self._message_type)
         except Exception:  # rclpy raises a bare RuntimeError for bytes it cannot read
             self._arrived["dds"] += 1
             self._dropped["invalid"] += 1
             return
-        self._on_descriptor(msg)
+        layout = None if peeked is None else self._templates.learn(peeked.template_key, msg)
+        self._on_descriptor(msg, layout)
 
     def _on_direct_frame(self, instance: InstanceKey, template: Any, frame: Frame) -> bool:
         """A publication from the pool's direct channel (the delivery thread): ``template``'s fields, ``frame``'s core.
@@ -371,13 +386,14 @@ class TypedSubscription(Generic[V]):
         """Frames by path ("zero_copy", "fallback", "refused"), fallback and refused frames by reason, drops by
         cause ("stale", "invalid", "twin_missing", "twin_unmatched", "no_free_block", "duplicate", ...), and what
         arrived by way ("dds", "direct", "twin"; the direct delivery thread's counters under "direct"), and the
-        publishers (pool instances) seen by route ("routes")."""
+        publishers (pool instances) seen by route ("routes"), and how many DDS messages were deserialized
+        ("dds_deserialized": those whose layout fields matched no template, the first of each layout and pool)."""
         with self._lock:
             stats = {"frames": {path: self._frames[path] for path in ("zero_copy", "fallback", "refused")},
                      "routes": dict(Counter(route.path for route in self._routes.values())),
                      "by_reason": dict(self._by_reason), "dropped": dict(self._dropped),
                      "arrived": dict(self._arrived), "twin_subscribed": self._twin_subscription is not None,
-                     "delivery": self.delivery}
+                     "delivery": self.delivery, "dds_deserialized": self._deserialized}
         if self._receiver is not None:
             stats["direct"] = self._receiver.stats()
         return stats
