@@ -77,6 +77,19 @@ def test_both_modes_on_host_memory_write_well_formed_outputs(tmp_path: Path) -> 
             assert width >= 1200 and height >= 800, f"{name} is {width} x {height} px (before: about 250 x 200)"
 
 
+def test_the_typed_subscription_rows_verify_every_frame(tmp_path: Path) -> None:
+    """The opt-in rows read by an ImageSubscription / PointCloudSubscription, in the executor and directly."""
+    out = subprocess.run([*COMMAND, *SMOKE, "--mode", "latency", "--transports", "floor", "host-subscription",
+                          "host-direct", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = json.loads((tmp_path / "results.json").read_text())["results"]
+    assert sorted((row["payload"], row["transport"]) for row in rows) == sorted(
+        (payload, transport) for payload in PAYLOAD_BYTES for transport in ("floor", "host-subscription", "host-direct"))
+    for row in rows:
+        assert row["bad"] == 0 and row["dropped"] == 0 and row["verified"] == row["measured_sent"] > 0, row
+    assert "ros2_cuda_ipc host, typed subscription" in out.stdout
+
+
 def _gpu_library() -> str | None:
     return next((name for name in ("torch", "cupy") if importlib.util.find_spec(name) is not None), None)
 
@@ -84,15 +97,19 @@ def _gpu_library() -> str | None:
 @pytest.mark.skipif(not _has_gpu() or _gpu_library() is None, reason="needs a CUDA GPU and torch or cupy")
 def test_cuda_rows_verify_every_frame_on_a_gpu(tmp_path: Path) -> None:
     out = subprocess.run([*COMMAND, "--memory", "cuda", "--payloads", "640x480", "ouster", "--frames", "6", "--warmup", "1",
-                          "--rates", "20", "--out", str(tmp_path)], capture_output=True, text=True, timeout=180)
+                          "--rates", "20", "--transports", "cuda", "cuda-subscription", "cuda-direct", "host",
+                          "sensor_msgs", "fallback", "floor", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stdout + out.stderr
     run = json.loads((tmp_path / "results.json").read_text())
     assert run["settings"]["memory_used"] == "cuda" and run["settings"]["gpu_library_used"] == _gpu_library()
     assert run["machine"]["gpu"]
     transports = {row["transport"] for row in run["results"]}
-    assert transports == {"cuda", "host", "sensor_msgs", "fallback", "floor"}
+    assert transports == {"cuda", "cuda-subscription", "cuda-direct", "host", "sensor_msgs", "fallback", "floor"}
     for row in run["results"]:
         assert row["bad"] == 0, row
+        if row["transport"] in ("cuda-subscription", "cuda-direct") and row["mode"] == "latency":
+            assert row["verified"] == row["frames"] == 6, row  # the subscription's read, then the same reduction
         if row["transport"] == "cuda":
             counts = {key: row[key] for key in ("frames", "received", "measured", "verified", "stale", "errors", "last_error")}
             assert row["verified"] == row["frames"] == 6, counts  # the consumer's reduction on its own stream saw every frame

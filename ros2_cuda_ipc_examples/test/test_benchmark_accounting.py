@@ -99,7 +99,7 @@ def test_a_direct_subscriptions_own_drops_say_why_a_frame_was_never_delivered() 
                                      "the subscription dropped (warm-up included): 1 stale")
 
 
-def test_the_consumer_reports_each_cases_drops_of_its_direct_subscriptions_not_their_duplicates() -> None:
+def test_the_consumer_reports_each_cases_drops_of_its_typed_subscriptions_not_their_duplicates() -> None:
     from ros2_cuda_ipc_examples.bench.consumer import Consumer
 
     class Counted:  # a subscription's stats(): its drops by cause, cumulative
@@ -109,15 +109,15 @@ def test_the_consumer_reports_each_cases_drops_of_its_direct_subscriptions_not_t
         def stats(self) -> dict:
             return {"dropped": dict(self.dropped)}
 
-    consumer = Consumer.__new__(Consumer)  # only what _direct_drops reads
+    consumer = Consumer.__new__(Consumer)  # only what _subscription_drops reads
     image, cloud = Counted(), Counted()
-    consumer.direct, consumer._direct_dropped = [image, cloud], {}
+    consumer.subscriptions, consumer._subscription_dropped = [image, cloud], {}
     image.dropped.update(duplicate=200, stale=1)
-    assert consumer._direct_drops() == {"stale": 1}
+    assert consumer._subscription_drops() == {"stale": 1}
     cloud.dropped["stale"] = 2
     image.dropped["duplicate"] = 400
-    assert consumer._direct_drops() == {"stale": 2}  # the next case: only what it dropped
-    assert consumer._direct_drops() == {}
+    assert consumer._subscription_drops() == {"stale": 2}  # the next case: only what it dropped
+    assert consumer._subscription_drops() == {}
 
 
 def test_a_case_ends_only_once_its_last_frame_is_accounted() -> None:

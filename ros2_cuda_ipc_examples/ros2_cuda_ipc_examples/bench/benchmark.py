@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="where frames live: auto = the GPU when one is usable (and torch or cupy is installed), "
                              "else host memory, saying why")
     parser.add_argument("--transports", nargs="+", choices=TRANSPORTS, default=list(DEFAULT_TRANSPORTS),
-                        help="transports to run (the -direct ones: a typed subscription with delivery=\"direct\"); "
+                        help="transports to run (the -direct ones: a typed subscription with delivery=\"direct\"; "
+                             "the -subscription ones: a typed subscription in the executor; both asked for by name); "
                              "cuda ones are skipped (with one line) when frames live in host memory")
     parser.add_argument("--payloads", nargs="+", type=parse_payload, default=default_payloads(),
                         help="rgba8 images as WIDTHxHEIGHT, and 'ouster' (a 128 x 1024 cloud of 48-byte points; "
@@ -133,7 +134,7 @@ def resolve_plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> t
         elif args.memory == "cuda":
             parser.error(f"--memory cuda: {reason}")
         else:
-            skipped = "cuda rows skipped, " if {"cuda", "cuda-direct"} & set(transports) else ""
+            skipped = "cuda rows skipped, " if any(name.startswith("cuda") for name in transports) else ""
             notes.append(f"benchmark: no GPU run ({reason}): {skipped}sensor_msgs runs host to host")
     if args.consumer_device:
         if memory != "cuda":
@@ -142,7 +143,7 @@ def resolve_plan(parser: argparse.ArgumentParser, args: argparse.Namespace) -> t
 
         if args.consumer_device >= cuda_device_count():
             parser.error(f"--consumer-device {args.consumer_device}: this machine has {cuda_device_count()} CUDA device(s)")
-    on_gpu = [name for name in ("cuda", "cuda-direct") if name in transports]
+    on_gpu = [name for name in transports if name.startswith("cuda")]
     if memory == "host" and on_gpu:
         if args.memory == "host":
             notes.append("benchmark: --memory host: cuda rows skipped")

@@ -8,23 +8,29 @@ from typing import Any
 
 from .payloads import Payload
 
-TRANSPORTS = ("cuda", "host", "cuda-direct", "host-direct", "sensor_msgs", "fallback", "floor")
+TRANSPORTS = ("cuda", "host", "cuda-direct", "host-direct", "cuda-subscription", "host-subscription", "sensor_msgs",
+              "fallback", "floor")
 TRANSPORT_LABELS = {
     "cuda": "ros2_cuda_ipc cuda",
     "host": "ros2_cuda_ipc host",
     "cuda-direct": "ros2_cuda_ipc cuda, delivery=direct",
     "host-direct": "ros2_cuda_ipc host, delivery=direct",
+    "cuda-subscription": "ros2_cuda_ipc cuda, typed subscription",
+    "host-subscription": "ros2_cuda_ipc host, typed subscription",
     "sensor_msgs": "sensor_msgs over DDS",
     "fallback": "ros2_cuda_ipc CPU twin (fallback)",
     "floor": "descriptor only (floor)",
 }
 #: Transports whose frames the producer writes into a pool block: "fallback" does too, in a pool of its own
 #: whose CPU twin the consumer reads, as a subscriber that cannot map the pool (or rviz) would.
-#: The "-direct" ones are read by a typed subscription with ``delivery="direct"``, on a topic of their own.
-POOL_TRANSPORTS = ("cuda", "host", "cuda-direct", "host-direct", "fallback")
-DIRECT_TRANSPORTS = ("cuda-direct", "host-direct")
-#: What a run measures unless told: the direct rows are asked for by name.
-DEFAULT_TRANSPORTS = tuple(name for name in TRANSPORTS if name not in DIRECT_TRANSPORTS)
+#: "cuda" and "host" are read by a plain rclpy subscription and a typed reader; the ones below by a typed subscription
+#: (``ImageSubscription``, ...) on a topic of their own: "-direct" with ``delivery="direct"``, "-subscription" in the
+#: executor.
+POOL_TRANSPORTS = ("cuda", "host", "cuda-direct", "host-direct", "cuda-subscription", "host-subscription", "fallback")
+SUBSCRIPTION_TRANSPORTS = {"cuda-direct": "direct", "host-direct": "direct", "cuda-subscription": "executor",
+                           "host-subscription": "executor"}
+#: What a run measures unless told: the typed subscriptions' rows are asked for by name.
+DEFAULT_TRANSPORTS = tuple(name for name in TRANSPORTS if name not in SUBSCRIPTION_TRANSPORTS)
 MODES = ("latency", "throughput")
 
 
@@ -74,9 +80,9 @@ class Plan:
         return sorted(pairs, key=lambda pair: (pair[0], pair[1].byte_size))
 
     def pool_memory(self, transport: str) -> str:
-        """Where a pool transport's blocks live: its own name (less "-direct"), or (the fallback) where the run's
-        frames do."""
-        return self.memory if transport == "fallback" else transport.removesuffix("-direct")
+        """Where a pool transport's blocks live: its own name (less "-direct" or "-subscription"), or (the fallback)
+        where the run's frames do."""
+        return self.memory if transport == "fallback" else transport.split("-")[0]
 
     def publisher_counts(self) -> dict[str, int]:
         """Publishers per data topic that the consumer must discover before the run starts."""
@@ -86,7 +92,8 @@ class Plan:
             return {case.payload.kind for case in self.cases if case.transport == transport}
 
         topics = [KINDS[payload.kind].gpu_topic for transport, payload in self.pools() if transport in ("cuda", "host")]
-        topics += [KINDS[payload.kind].direct_topic for transport, payload in self.pools() if transport in DIRECT_TRANSPORTS]
+        topics += [KINDS[payload.kind].topic_for(SUBSCRIPTION_TRANSPORTS[transport]) for transport, payload in self.pools()
+                   if transport in SUBSCRIPTION_TRANSPORTS]
         topics += [KINDS[kind].twin_topic for kind in kinds("fallback")]
         topics += [KINDS[kind].gpu_topic for kind in kinds("floor")]
         topics += [KINDS[kind].sensor_topic for kind in kinds("sensor_msgs")]

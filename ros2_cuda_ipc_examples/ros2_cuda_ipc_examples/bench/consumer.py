@@ -24,7 +24,7 @@ from typing import Any
 from ros2_cuda_ipc_core import Ros2CudaIpcError, StaleDescriptorError, executor_factory, run_tool
 
 from .arrays import HostArrays, gpu_arrays
-from .cases import DIRECT_TRANSPORTS, Case, Plan
+from .cases import SUBSCRIPTION_TRANSPORTS, Case, Plan
 from .cpu import CpuSpan
 from .kinds import KINDS
 from .protocol import (
@@ -90,8 +90,8 @@ class Consumer:
         self.reports = node.create_publisher(String, REPORT_TOPIC, control_qos())
         self.acks = node.create_publisher(String, ACK_TOPIC, control_qos())
         self.expected_publishers = plan.publisher_counts()
-        self.direct: list[Any] = []  # the typed subscriptions of the "-direct" transports (their callbacks on their threads)
-        self._direct_dropped: dict[str, int] = {}  # their drops by cause when the last case was reported
+        self.subscriptions: list[Any] = []  # the typed subscriptions ("-direct": their callbacks on their threads)
+        self._subscription_dropped: dict[str, int] = {}  # their drops by cause when the last case was reported
         for name in {case.payload.kind for case in plan.cases}:
             kind = KINDS[name]
             reader = kind.reader()
@@ -99,10 +99,11 @@ class Consumer:
                                      functools.partial(self.on_gpu_frame, kind, reader), data_qos())
             node.create_subscription(kind.sensor_message, kind.sensor_topic, self.on_sensor_frame, data_qos())
             node.create_subscription(kind.sensor_message, kind.twin_topic, self.on_sensor_frame, data_qos())
-            if any(case.transport in DIRECT_TRANSPORTS for case in plan.cases):
-                stream = self.gpu.stream if self.gpu is not None else None
-                self.direct.append(kind.direct_subscription(node, functools.partial(self.on_direct_frame, kind),
-                                                            data_qos(), stream))
+            stream = self.gpu.stream if self.gpu is not None else None
+            for delivery in {SUBSCRIPTION_TRANSPORTS[case.transport] for case in plan.cases
+                             if case.transport in SUBSCRIPTION_TRANSPORTS and case.payload.kind == name}:
+                self.subscriptions.append(kind.typed_subscription(
+                    node, functools.partial(self.on_subscribed_frame, kind), data_qos(), stream, delivery))
         node.create_subscription(String, COMMAND_TOPIC, self.on_command, control_qos())
 
     # --- frames -------------------------------------------------------------------------------------
@@ -128,11 +129,12 @@ class Consumer:
         self._record(case, seq, stamp_ns(msg.header), arrived, times,
                      checksum == expected_checksum(case.payload.byte_size, seq))
 
-    def on_direct_frame(self, kind: Any, view: Any) -> None:
-        """A frame read by the subscription (``delivery="direct"``, on its thread): view, wait, reduce, release."""
+    def on_subscribed_frame(self, kind: Any, view: Any) -> None:
+        """A frame read by a typed subscription (on its thread with ``delivery="direct"``, else the executor's):
+        view, wait, reduce, release."""
         arrived = now_ns()
         case, seq = self._start(view.header)
-        arrays = self.gpu if case.transport == "cuda-direct" else self.host
+        arrays = self.gpu if case.transport.startswith("cuda") else self.host
         assert arrays is not None
         times = [arrived]
         checksum = self._reduce(kind, view, arrays, times)
@@ -237,21 +239,21 @@ class Consumer:
         for index, (sent, told) in list(self.ending.items()):
             frames = self.frames.setdefault(index, ReceivedFrames())
             if frames.handled >= sent or time.monotonic() - max(told, frames.last_arrival) > DRAIN_S:
-                dropped = self._direct_drops() if self.cases[index].transport in DIRECT_TRANSPORTS else {}
+                dropped = self._subscription_drops() if self.cases[index].transport in SUBSCRIPTION_TRANSPORTS else {}
                 self.reports.publish(self._string(data=json.dumps(frames.report(index, dropped))))
                 del self.ending[index]
 
-    def _direct_drops(self) -> dict[str, int]:
-        """What the direct subscriptions dropped, by cause, since the last case was reported (cases run one after
+    def _subscription_drops(self) -> dict[str, int]:
+        """What the typed subscriptions dropped, by cause, since the last case was reported (cases run one after
         another): a frame they never handed to the callback is "never delivered" here, and this says why.  Their
         duplicates (the DDS copy of each frame delivered directly) are the design, not a drop.  A drop counted after
-        a case's report (a late DDS copy found stale) goes to the next direct case's."""
+        a case's report (a late DDS copy found stale) goes to the next such case's."""
         now: dict[str, int] = {}
-        for subscription in self.direct:
+        for subscription in self.subscriptions:
             for cause, count in subscription.stats()["dropped"].items():
                 now[cause] = now.get(cause, 0) + int(count)
-        since = {cause: count - self._direct_dropped.get(cause, 0) for cause, count in now.items()}
-        self._direct_dropped = now
+        since = {cause: count - self._subscription_dropped.get(cause, 0) for cause, count in now.items()}
+        self._subscription_dropped = now
         return {cause: count for cause, count in since.items() if count > 0 and cause != "duplicate"}
 
 

@@ -15,7 +15,18 @@ from .payloads import Payload
 FLOOR_SOCKET_PATH = f"@ros2_cuda_ipc/{0:7d}.{0:10d}/{'0' * 32}"
 
 
-class ImageKind:
+class _TypedTopics:
+    """The topics of a kind's typed-subscription rows, one per delivery."""
+
+    direct_topic: str
+    subscription_topic: str
+
+    def topic_for(self, delivery: str) -> str:
+        """The topic of the rows read by a typed subscription with ``delivery`` ("direct" or "executor")."""
+        return self.direct_topic if delivery == "direct" else self.subscription_topic
+
+
+class ImageKind(_TypedTopics):
     """rgba8 images: ``ImagePublisher`` / ``ImageReader``, ``GpuImage`` and ``sensor_msgs/Image``."""
 
     name = "image"
@@ -24,6 +35,7 @@ class ImageKind:
     fallback_topic = "ros2_cuda_ipc_benchmark/twinned_image"  # the fallback transport's pool; read on its twin
     twin_topic = f"{fallback_topic}/cpu"
     direct_topic = "ros2_cuda_ipc_benchmark/direct_image"  # the "-direct" transports' pools
+    subscription_topic = "ros2_cuda_ipc_benchmark/subscribed_image"  # the "-subscription" transports' pools
 
     @property
     def gpu_message(self) -> Any:
@@ -49,11 +61,11 @@ class ImageKind:
 
         return ImageReader()
 
-    def direct_subscription(self, node: Any, callback: Any, qos: Any, stream: Any) -> Any:
+    def typed_subscription(self, node: Any, callback: Any, qos: Any, stream: Any, delivery: str) -> Any:
         from ros2_cuda_ipc_image import ImageSubscription
 
-        return ImageSubscription(node, self.direct_topic, callback, qos, fallback="never", stream=stream,
-                                 delivery="direct")
+        return ImageSubscription(node, self.topic_for(delivery), callback, qos, fallback="never", stream=stream,
+                                 delivery=delivery)  # type: ignore[arg-type]
 
     def frame_bytes(self, frame: Any) -> Any:
         """What the producer fills: the image frame itself (numpy / DLPack)."""
@@ -73,7 +85,7 @@ class ImageKind:
         return msg
 
 
-class CloudKind:
+class CloudKind(_TypedTopics):
     """Ouster-layout point clouds: ``PointCloudPublisher`` / ``PointCloudReader``, ``GpuPointCloud2`` and ``PointCloud2``."""
 
     name = "cloud"
@@ -82,6 +94,7 @@ class CloudKind:
     fallback_topic = "ros2_cuda_ipc_benchmark/twinned_cloud"
     twin_topic = f"{fallback_topic}/cpu"
     direct_topic = "ros2_cuda_ipc_benchmark/direct_cloud"
+    subscription_topic = "ros2_cuda_ipc_benchmark/subscribed_cloud"
     fields = "ouster"
 
     @property
@@ -114,11 +127,11 @@ class CloudKind:
 
         return PointCloudReader()
 
-    def direct_subscription(self, node: Any, callback: Any, qos: Any, stream: Any) -> Any:
+    def typed_subscription(self, node: Any, callback: Any, qos: Any, stream: Any, delivery: str) -> Any:
         from ros2_cuda_ipc_pointcloud import PointCloudSubscription
 
-        return PointCloudSubscription(node, self.direct_topic, callback, qos, fallback="never", stream=stream,
-                                      delivery="direct")
+        return PointCloudSubscription(node, self.topic_for(delivery), callback, qos, fallback="never", stream=stream,
+                                      delivery=delivery)  # type: ignore[arg-type]
 
     def frame_bytes(self, frame: Any) -> Any:
         """What the producer fills: every byte of every point."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .arrays import HostArrays, gpu_arrays, to_message_data
-from .cases import Case, Plan
+from .cases import SUBSCRIPTION_TRANSPORTS, Case, Plan
 from .cpu import CpuSpan
 from .kinds import KINDS
 from .payloads import Payload
@@ -87,8 +87,8 @@ class Producer:
 
     def _pool_publisher(self, transport: str, payload: Payload) -> Any:
         kind = KINDS[payload.kind]
-        topic = {"fallback": kind.fallback_topic, "cuda-direct": kind.direct_topic,
-                 "host-direct": kind.direct_topic}.get(transport, kind.gpu_topic)
+        delivery = SUBSCRIPTION_TRANSPORTS.get(transport)
+        topic = kind.fallback_topic if transport == "fallback" else kind.topic_for(delivery) if delivery else kind.gpu_topic
         return kind.publisher(self.node, topic, payload, self.plan.pool_memory(transport), self.plan.blocks,
                               self.plan.reuse_delay, data_qos())
 
