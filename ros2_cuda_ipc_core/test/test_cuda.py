@@ -79,9 +79,10 @@ def test_slow_producer_is_waited_for_on_the_consumer_stream(sync):
 
 
 def test_an_idle_stream_s_publication_is_marked_from_the_host_and_a_busy_one_s_by_its_stream(monkeypatch):
-    """A producer that synchronized its stream: the block's slot holds the publication's uid as prepare_publish
-    returns, with no GPU command enqueued.  One whose fill still runs: the stream writes the slot, and not before
-    the fill is done (a reader that saw it early would read a torn frame)."""
+    """A producer that synchronized its (non-blocking) stream: the block's slot holds the publication's uid as
+    prepare_publish returns, with no GPU command enqueued.  One whose fill still runs, on its own stream or on the
+    legacy stream that a blocking one waits for: the stream writes the slot, and not before the fill is done (a
+    reader that saw it early would read a torn frame)."""
     import cupy
     from cuda_peer import FRAME_BYTES, fill_on
 
@@ -98,7 +99,7 @@ def test_an_idle_stream_s_publication_is_marked_from_the_host_and_a_busy_one_s_b
 
     monkeypatch.setattr(Timeline, "signal", noted_signal)  # a spy: the real write is still enqueued
     stream = cupy.cuda.Stream(non_blocking=True)
-    with BlockManager(FRAME_BYTES, block_count=2, memory="cuda") as pool:
+    with BlockManager(FRAME_BYTES, block_count=2, memory="cuda", reuse_delay=0) as pool:
         assert pool.header.sync == SYNC_TIMELINE
         timeline = pool._memory._timeline[0]  # the private slots: what a reader's host check reads
         enqueued.clear()  # the driver's first capability probe in this process writes one
@@ -112,6 +113,16 @@ def test_an_idle_stream_s_publication_is_marked_from_the_host_and_a_busy_one_s_b
         core = busy.prepare_publish(stream)
         assert enqueued == [core.uid] and not timeline.reached(core.block_id, core.uid)
         stream.synchronize()
+        assert timeline.reached(core.block_id, core.uid)
+        # A blocking stream, idle itself while the legacy default stream still fills the block: a write enqueued on
+        # it waits for that fill, so the mark is enqueued, not stored at once.
+        legacy, blocking = cupy.cuda.Stream.null, cupy.cuda.Stream()
+        late = pool.acquire_for_publish(timeout=1.0)
+        fill_on(legacy, late.device_ptr, FRAME_BYTES, 3, spin_ms=300)
+        core = late.prepare_publish(blocking)
+        assert enqueued[-1] == core.uid and not timeline.reached(core.block_id, core.uid)
+        legacy.synchronize()
+        blocking.synchronize()
         assert timeline.reached(core.block_id, core.uid)
 
 

@@ -183,3 +183,15 @@ def test_socket_closing_early_or_never_answering(live, behaviour):
         reader.read(fake.core(core))
     assert time.monotonic() - started < 1.0
     fake.close()
+
+
+def test_an_already_made_descriptor_naming_an_unknown_memory_is_refused_by_name():
+    """A ``Descriptor`` skips ``from_message``'s checks (the direct path and a subscription's templates make them
+    from bounded fields): a memory the pool does not hold is still an InvalidDescriptorError, not a KeyError that
+    would leave the read through the executor (a forged template once made one: decisions.md)."""
+    with BlockManager(4096, block_count=1, memory="host") as pool:
+        core = pool.acquire_for_publish().prepare_publish()
+        made = Descriptor.from_message(core)
+        made.memory = 7
+        with pytest.raises(InvalidDescriptorError, match="descriptor says 7 memory"):
+            Reader().read(made)

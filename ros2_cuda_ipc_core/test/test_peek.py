@@ -2,6 +2,8 @@
 agrees with rclpy's deserialization on every typed message, keys two messages alike only where their layout fields
 are, and answers None, quickly, for bytes it cannot read."""
 
+import copy
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -14,7 +16,7 @@ from ros2_cuda_ipc_msgs.msg import GpuImage, GpuPointCloud2, GpuTensor
 
 
 def message(kind, frame_id="camera", socket_path="@ros2_cuda_ipc/123.4026531836/" + "ab" * 16, uid=2**40 + 7,
-            pid=4242, names=("n", "cc", "hhh")):
+            pid=4242, names=("n", "cc", "hhh"), dims=(3, 3)):
     msg = kind()
     msg.header.frame_id = frame_id
     msg.core.socket_path = socket_path
@@ -23,7 +25,8 @@ def message(kind, frame_id="camera", socket_path="@ros2_cuda_ipc/123.4026531836/
     if kind is GpuPointCloud2:
         msg.fields = [PointField(name=name, offset=4 * i, datatype=7, count=1) for i, name in enumerate(names)]
     elif kind is GpuTensor:
-        msg.shape, msg.strides, msg.dim_names = [1, 2, 3], [6, 3, 1], list(names)
+        msg.shape, msg.strides = list(range(1, dims[0] + 1)), list(range(dims[1], 0, -1))  # empty ones too:
+        msg.dim_names = list(names)  # Fast CDR pads before a sequence's 8-byte elements, not before an empty one
     else:
         msg.encoding = "rgba8"
     return msg
@@ -46,18 +49,21 @@ def _read_by_peek(peeked):
 @pytest.mark.parametrize("kind", [GpuImage, GpuPointCloud2, GpuTensor])
 @given(frame_id=st.text(max_size=40).filter(lambda text: "\0" not in text), uid=st.integers(0, 2**64 - 1),
        pid=st.integers(0, 2**32 - 1), names=st.lists(st.text(max_size=9), max_size=5),
-       sec=st.integers(-2**31, 2**31 - 1), memory=st.integers(0, 255), handle=st.binary(min_size=64, max_size=64))
-@settings(max_examples=60, deadline=None)
-def test_a_peek_reads_what_deserialization_reads(kind, frame_id, uid, pid, names, sec, memory, handle):
-    msg = message(kind, frame_id, uid=uid, pid=pid, names=names)
+       sec=st.integers(-2**31, 2**31 - 1), memory=st.integers(0, 255), handle=st.binary(min_size=64, max_size=64),
+       dims=st.tuples(st.integers(0, 3), st.integers(0, 3)))
+@settings(max_examples=80, deadline=None)
+def test_a_peek_reads_what_deserialization_reads(kind, frame_id, uid, pid, names, sec, memory, handle, dims):
+    msg = message(kind, frame_id, uid=uid, pid=pid, names=names, dims=dims)
     msg.header.stamp.sec, msg.header.stamp.nanosec = sec, 999_999_999
     msg.core.memory, msg.core.device_id, msg.core.byte_size = memory, 2**32 - 1, 2**64 - 1
     msg.core.event_handle = np.frombuffer(handle, dtype=np.uint8)
     data = serialize_message(msg)
     peeked = peek_message(data, kind)
+    assert peeked is not None
     assert _read_by_peek(peeked) == _read_by_rclpy(deserialize_message(data, kind))
-    for cut in range(0, len(data), 7):  # a truncated copy is never misread: None (its padding alone may go)
-        assert peek_message(data[:cut], kind) is None or cut >= len(data) - 7
+    for cut in range(0, len(data), 7):  # a truncated copy is never misread: None, or right (only padding went)
+        truncated = peek_message(data[:cut], kind)
+        assert truncated is None or _read_by_peek(truncated) == _read_by_peek(peeked)
 
 
 @pytest.mark.parametrize("kind", [GpuImage, GpuPointCloud2, GpuTensor])
@@ -108,3 +114,23 @@ def test_a_huge_claimed_count_costs_nothing():
     at = data.index(b"x\x00") - 8  # the fields' count, before the first name's length
     data[at:at + 4] = (2**32 - 1).to_bytes(4, "little")
     assert peek_message(bytes(data), GpuPointCloud2) is None  # walking them would be hours, not this test
+
+
+def test_a_template_is_learnt_only_where_the_peek_and_rclpy_read_the_same_header_and_core():
+    """Crafted bytes that two CDR readers take apart differently (the peek one core, rclpy another) teach no template:
+    its layout was checked against rclpy's core, and a hit would hand the peek's core to the read unchecked."""
+    from ros2_cuda_ipc_core.typed.peek import Templates
+    from ros2_cuda_ipc_image import ImageReader
+
+    msg = message(GpuImage)
+    msg.shape, msg.strides, msg.core.byte_size = [2, 2, 4], [8, 4, 1], 16
+    peeked = peek_message(serialize_message(msg), GpuImage)
+    templates = Templates(ImageReader().layout_of)
+    assert templates.learn(peeked, msg) is not None and templates.get(peeked.template_key)[0] is msg
+    for field, value in (("uid", 1), ("memory", 7), ("byte_size", 17), ("socket_path", "@other")):
+        other = Templates(ImageReader().layout_of)
+        disagreeing = peeked._replace(core=copy.copy(peeked.core))
+        setattr(disagreeing.core, field, value)
+        assert other.learn(disagreeing, msg) is None and other.get(peeked.template_key) is None, field
+    other = Templates(ImageReader().layout_of)
+    assert other.learn(peeked._replace(frame_id="elsewhere"), msg) is None

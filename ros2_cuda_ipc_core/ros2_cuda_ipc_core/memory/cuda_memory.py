@@ -37,6 +37,7 @@ from .cuda_vmm import (
     open_event_handle,
     stream_device,
     stream_idle,
+    stream_non_blocking,
     unmap_memory,
     wait_unless_done,
 )
@@ -283,9 +284,10 @@ class CudaMemory(_CudaBlocks):
         with context_for(handle, self.device):
             if timeline is not None:
                 # A producer that synchronized its stream (a camera's fill, say) needs no GPU command: a query and
-                # a host store cost less than enqueueing the write.  Not for a default stream, whose query leaves
-                # out the other streams that work enqueued on it would wait for.
-                if handle not in DEFAULT_STREAMS and stream_idle(handle):
+                # a host store cost less than enqueueing the write.  Only for a non-blocking stream: the write
+                # enqueued on a default or a blocking stream would also wait for other streams' work (the legacy
+                # stream's, or every blocking one's), which this stream's idleness says nothing of.
+                if handle not in DEFAULT_STREAMS and stream_non_blocking(handle) and stream_idle(handle):
                     timeline.mark(block_id, uid)
                 else:
                     timeline.signal(block_id, uid, handle)

@@ -118,6 +118,14 @@ def stream_idle(stream: int) -> bool:
     return bool(cu.cuStreamQuery(stream)[0] == cu.CUresult.CUDA_SUCCESS)
 
 
+def stream_non_blocking(stream: int) -> bool:
+    """Whether ``stream`` was made ``CU_STREAM_NON_BLOCKING``: work on a blocking one also waits for the legacy
+    default stream's, which its own idleness says nothing of."""
+    cu = driver()
+    flags = int(driver_call(cu.cuStreamGetFlags, stream))
+    return bool(flags & int(cu.CUstream_flags.CU_STREAM_NON_BLOCKING))
+
+
 def stream_device(stream: int) -> int | None:
     """The device a stream belongs to; None for the default streams (they follow the current context)."""
     if stream in DEFAULT_STREAMS:

@@ -92,7 +92,7 @@ class ImportedPool:
             raise InvalidDescriptorError(f"byte_size {desc.byte_size} does not fit {self.name}'s "
                                          f"{header.block_size}-byte blocks")
         if desc.memory != header.memory:
-            raise InvalidDescriptorError(f"descriptor says {MEMORY_NAMES[desc.memory]} memory, "
+            raise InvalidDescriptorError(f"descriptor says {MEMORY_NAMES.get(desc.memory, desc.memory)} memory, "
                                          f"{self.name} holds {MEMORY_NAMES[header.memory]}")
         if desc.device_id != header.device:
             raise InvalidDescriptorError(f"descriptor names device {desc.device_id}, {self.name} is on {header.device}")

@@ -63,7 +63,7 @@ def peek_message(data: bytes, message_type: type) -> Publication | None:
             else:
                 start, pos = pos, _run(steps, data, pos)
                 rest.append(((start - 4) % 8, data[start:pos]))  # the same bytes at another alignment differ
-        rest.append(data[pos:])  # the end's padding
+        # What follows the last field (the serializer's padding) is read by no deserializer: not in the key.
     except (_Unknown, struct.error, IndexError, UnicodeDecodeError):
         return None
     assert header is not None and core is not None  # the plan has both
@@ -84,17 +84,24 @@ class Templates:
         """(template message, its checked layout) for a publication's ``template_key``; None if not learnt."""
         return self._known.get(key)
 
-    def learn(self, key: tuple[Any, ...], message: Any) -> Any:
-        """Remember ``message`` (deserialized from the bytes ``key`` came from) as a template; its layout, or None
-        for a message that does not check out (its read says why, as for any message)."""
+    def learn(self, peeked: Publication, message: Any) -> Any:
+        """Remember ``message``, deserialized from the bytes ``peeked`` was read from, as the template of
+        ``peeked.template_key``; its layout, or None for a message that does not check out (its read says why, as
+        for any message) or whose header and core the peek read otherwise than rclpy: crafted bytes that two CDR
+        readers take apart differently teach nothing, so a template's checks always hold for the core its key
+        was made of."""
         try:
-            Descriptor.from_message(message.core)
+            core = Descriptor.from_message(message.core)
             layout = self._layout_of(message)
         except (InvalidDescriptorError, TypeError):
             return None
+        stamp = message.header.stamp
+        if (peeked.sec, peeked.nanosec, peeked.frame_id) != (stamp.sec, stamp.nanosec, message.header.frame_id) \
+                or any(getattr(peeked.core, name) != getattr(core, name) for name in Descriptor.FIELDS):
+            return None
         if len(self._known) >= _TEMPLATES:
             self._known.clear()
-        self._known[key] = (message, layout)
+        self._known[peeked.template_key] = (message, layout)
         return layout
 
 
@@ -163,7 +170,7 @@ def _run(plan: Plan, data: bytes, pos: int) -> int:
             pos = at + 4
             if kind == _STRING:
                 pos += count
-            elif kind == _PRIMITIVES:
+            elif kind == _PRIMITIVES and count:  # Fast CDR aligns a sequence's elements, not an empty one
                 pos = _aligned(pos, step[1]) + count * step[1]
             else:
                 if count > end - pos:  # every element takes a byte at least

@@ -241,7 +241,7 @@ class TypedSubscription(Generic[V]):
             self._arrived["dds"] += 1
             self._dropped["invalid"] += 1
             return
-        layout = None if peeked is None else self._templates.learn(peeked.template_key, msg)
+        layout = None if peeked is None else self._templates.learn(peeked, msg)
         self._on_descriptor(msg, layout)
 
     def _on_direct_frame(self, instance: InstanceKey, template: Any, frame: Frame) -> bool:
