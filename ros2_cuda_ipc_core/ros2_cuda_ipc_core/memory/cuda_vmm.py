@@ -120,10 +120,11 @@ def stream_idle(stream: int) -> bool:
 
 def stream_non_blocking(stream: int) -> bool:
     """Whether ``stream`` was made ``CU_STREAM_NON_BLOCKING``: work on a blocking one also waits for the legacy
-    default stream's, which its own idleness says nothing of."""
+    default stream's, which its own idleness says nothing of.  False where the driver cannot say: the caller's
+    next call on the stream then says why."""
     cu = driver()
-    flags = int(driver_call(cu.cuStreamGetFlags, stream))
-    return bool(flags & int(cu.CUstream_flags.CU_STREAM_NON_BLOCKING))
+    err, flags = cu.cuStreamGetFlags(stream)
+    return err == cu.CUresult.CUDA_SUCCESS and bool(int(flags) & int(cu.CUstream_flags.CU_STREAM_NON_BLOCKING))
 
 
 def stream_device(stream: int) -> int | None:
