@@ -134,3 +134,17 @@ def test_a_template_is_learnt_only_where_the_peek_and_rclpy_read_the_same_header
         assert other.learn(disagreeing, msg) is None and other.get(peeked.template_key) is None, field
     other = Templates(ImageReader().layout_of)
     assert other.learn(peeked._replace(frame_id="elsewhere"), msg) is None
+
+
+def test_a_template_of_more_than_64_kib_of_layout_fields_is_read_not_kept():
+    """A peer's cloud with a megabyte of field names: its layout is checked and used for this message, and nothing
+    of it is held for the next (32 of them would be 32 MiB)."""
+    from ros2_cuda_ipc_core.typed.peek import Templates
+
+    kept = Templates(lambda message: "checked layout")
+    msg = message(GpuPointCloud2, names=("f" * 1000,) * 70)
+    peeked = peek_message(serialize_message(msg), GpuPointCloud2)
+    assert kept.learn(peeked, msg) == "checked layout" and kept.get(peeked.template_key) is None
+    small = message(GpuPointCloud2)
+    peeked = peek_message(serialize_message(small), GpuPointCloud2)
+    assert kept.learn(peeked, small) == "checked layout" and kept.get(peeked.template_key) is not None

@@ -19,6 +19,7 @@ import re
 import struct
 from typing import Any, NamedTuple
 
+from ..direct.wire import MAX_TEMPLATE_BYTES
 from ..errors import InvalidDescriptorError
 from ..pool.descriptor import Descriptor
 
@@ -74,7 +75,8 @@ def peek_message(data: bytes, message_type: type) -> Publication | None:
 class Templates:
     """The messages of one subscription whose fields other than ``header`` and ``core`` later DDS copies repeat, with
     their layouts: ``layout_of(message)`` once per template (it checks the message type and the layout), the core's
-    constant fields by :meth:`Descriptor.from_message`.  At most 32, forgotten all at once when full."""
+    constant fields by :meth:`Descriptor.from_message`.  At most 32, forgotten all at once when full, each of at
+    most 64 KiB of layout fields, as a direct template: a larger message is read, not kept."""
 
     def __init__(self, layout_of: Any) -> None:
         self._layout_of = layout_of
@@ -99,6 +101,8 @@ class Templates:
         if (peeked.sec, peeked.nanosec, peeked.frame_id) != (stamp.sec, stamp.nanosec, message.header.frame_id) \
                 or any(getattr(peeked.core, name) != getattr(core, name) for name in Descriptor.FIELDS):
             return None
+        if sum(len(part) for _, part in peeked.template_key[1:]) > MAX_TEMPLATE_BYTES:
+            return layout  # a peer's megabytes of field names are not held 32 times over
         if len(self._known) >= _TEMPLATES:
             self._known.clear()
         self._known[peeked.template_key] = (message, layout)
