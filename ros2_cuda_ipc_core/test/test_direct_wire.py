@@ -182,3 +182,34 @@ def test_a_stalled_channel_costs_no_write_until_its_peer_reads_then_takes_writes
             pool.direct.send("/t", 1, template, frame)
         assert pool.stats()["direct_sent"] > sent and pool.stats()["direct_channels"] == 1  # ... and is written again
         sock.close()
+
+
+def test_the_publisher_yields_its_cpu_once_per_publication_a_channel_took_and_never_otherwise(monkeypatch):
+    """The yield that lets a woken reader run before the publish's DDS write (channels.py): one per frame sent,
+    however many channels took it; none with no channel, none while the only channel is stalled."""
+    from ros2_cuda_ipc_core.direct import channels
+
+    yields = []
+    monkeypatch.setattr(channels.os, "sched_yield", lambda: yields.append(1))
+    with BlockManager(4096, block_count=2, memory="host", reuse_delay=0) as pool:
+        template = template_record(1, b"\0" * 100)
+        frame = frame_record(1, 0, 1, 4096, 0, 0, bytes(64), b"f")
+        pool.direct.send("/t", 1, template, frame)  # no channel yet
+        assert yields == []
+        socks = [_connected(pool) for _ in range(2)]
+        for sock in socks:
+            sock.sendall(subscribe_request("/t"))
+        deadline = time.monotonic() + 10
+        while pool.direct.count() < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for _ in range(5):
+            pool.direct.send("/t", 1, template, frame)
+        assert len(yields) == 5 and pool.stats()["direct_sent"] == 10
+        while pool.direct.has("/t"):  # neither reads: both stall
+            pool.direct.send("/t", 1, template, frame)
+        before = len(yields)
+        for _ in range(100):
+            pool.direct.send("/t", 1, template, frame)
+        assert len(yields) == before
+        for sock in socks:
+            sock.close()
