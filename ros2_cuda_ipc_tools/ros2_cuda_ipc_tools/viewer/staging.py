@@ -94,6 +94,10 @@ class GpuStaging:
         if frame.nbytes > self.buffer.size:
             raise ValueError(f"a frame of {frame.nbytes} bytes does not fit the {self.buffer.size}-byte GL buffer")
         self._device.set_current()  # this thread may not have the context yet (a multi-threaded executor)
+        # GL's last use of the buffer (the texture upload from it) must be submitted before CUDA maps it: the
+        # map orders the copy after that GL work, and a suite run on an H100 (session 16) hung 60 s in the copy's
+        # synchronize behind it while the publisher kept publishing.  finish() submits it and waits (µs here).
+        self.buffer.ctx.finish()
         with self._resource.map(stream=frame.stream) as mapped:  # unmapped on leaving: GL's next use is after
             copy_strided(int(mapped.handle), frame.packed_strides, frame.address, frame.strides, frame.shape,
                          frame.element_bytes, frame.device, frame.stream)
