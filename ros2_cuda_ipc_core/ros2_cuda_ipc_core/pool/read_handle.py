@@ -69,6 +69,12 @@ class ReadHandle:
         return MEMORY_NAMES[self._desc.memory]
 
     @property
+    def ready_at_read(self) -> bool:
+        """Whether the producer's writes had finished when the block was read (host memory always): then no
+        consumer stream was made to wait on the GPU.  A benchmark's way to tell a GPU wait from a slow host."""
+        return self._ready
+
+    @property
     def device_id(self) -> int:
         """The device the pool lives on (the descriptor's)."""
         return self._desc.device_id

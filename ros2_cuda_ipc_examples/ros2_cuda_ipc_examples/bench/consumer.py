@@ -59,6 +59,8 @@ class ReceivedFrames:
     bad: int = 0
     stale: int = 0
     errors: int = 0
+    #: Measured frames whose producer had not finished when read: the consumer's stream waited on the GPU.
+    gpu_waits: int = 0
     last_error: str = ""
     last_arrival: float = 0.0
     done_ns: int = 0
@@ -68,7 +70,7 @@ class ReceivedFrames:
     def report(self, case: int, subscription_dropped: dict[str, int] | None = None) -> dict[str, Any]:
         samples = {phase: [round(v, 1) for v in values] for phase, values in self.samples.items() if values}
         return {"case": case, "received": self.received, "measured": self.measured, "verified": self.verified,
-                "bad": self.bad, "stale": self.stale, "errors": self.errors, "last_error": self.last_error,
+                "bad": self.bad, "stale": self.stale, "errors": self.errors, "gpu_waits": self.gpu_waits, "last_error": self.last_error,
                 "done_ns": self.done_ns, "samples_us": samples, "cpu_ms_per_frame": self.cpu.ms_per_frame(),
                 "subscription_dropped": subscription_dropped or {}}
 
@@ -119,15 +121,17 @@ class Consumer:
         assert arrays is not None
         try:
             times = [now_ns()]
-            checksum = self._reduce(kind, reader.read(msg, arrays.stream), arrays, times)
+            view = reader.read(msg, arrays.stream)
         except StaleDescriptorError:
             self._dropped(case, seq, "stale")
             return
         except Ros2CudaIpcError as exc:
             self._dropped(case, seq, "errors", str(exc))
             return
+        waited = not view.handle.ready_at_read
+        checksum = self._reduce(kind, view, arrays, times)
         self._record(case, seq, stamp_ns(msg.header), arrived, times,
-                     checksum == expected_checksum(case.payload.byte_size, seq))
+                     checksum == expected_checksum(case.payload.byte_size, seq), waited)
 
     def on_subscribed_frame(self, kind: Any, view: Any) -> None:
         """A frame read by a typed subscription (on its thread with ``delivery="direct"``, else the executor's):
@@ -137,9 +141,10 @@ class Consumer:
         arrays = self.gpu if case.transport.startswith("cuda") else self.host
         assert arrays is not None
         times = [arrived]
+        waited = not view.handle.ready_at_read
         checksum = self._reduce(kind, view, arrays, times)
         self._record(case, seq, stamp_ns(view.header), arrived, times,
-                     checksum == expected_checksum(case.payload.byte_size, seq))
+                     checksum == expected_checksum(case.payload.byte_size, seq), waited)
 
     @staticmethod
     def _reduce(kind: Any, view: Any, arrays: Any, times: list[int]) -> int:
@@ -184,13 +189,15 @@ class Consumer:
         frames.last_arrival = time.monotonic()
         return self.cases[index], seq
 
-    def _record(self, case: Case, seq: int, sent: int, arrived: int, times: list[int] | None, good: bool) -> None:
+    def _record(self, case: Case, seq: int, sent: int, arrived: int, times: list[int] | None, good: bool,
+                gpu_wait: bool = False) -> None:
         frames = self.frames[case.index]
         if not good:
             frames.bad += 1
         if seq >= case.warmup:
             frames.measured += 1
             frames.verified += good
+            frames.gpu_waits += gpu_wait
             samples = frames.samples
             samples["arrival"].append((arrived - sent) / 1000)
             if times is None:  # the floor: ready on arrival

@@ -44,6 +44,7 @@ def case_result(case: Case, sent: SentFrames, report: dict[str, Any] | None) -> 
         "unsent": sent.unsent, "warmup_not_sent": sent.warmup_not_sent,
         **{key: report[key] for key in ("received", "measured", "verified", "bad", "stale", "errors", "last_error")},
         "subscription_dropped": report.get("subscription_dropped", {}),
+        "gpu_waits": report.get("gpu_waits", 0),
         "measured_sent": len(sent.send_us),
         "dropped": len(sent.send_us) - report["verified"],
         "cpu_ms_per_frame": {"producer": sent.cpu.ms_per_frame(), "consumer": report.get("cpu_ms_per_frame")},
@@ -168,14 +169,14 @@ def split_tables(results: list[dict[str, Any]]) -> list[str]:
     groups = _groups(results, "latency")
     for rate in dict.fromkeys(rate for rate, _ in groups):
         lines += [f"### Where the time goes at {rate:g} Hz (\u00b5s, p50 / p99)", "",
-                  "| payload | transport | " + " | ".join(SPLIT) + " |", "|---|---|" + "---:|" * len(SPLIT)]
+                  "| payload | transport | " + " | ".join(SPLIT) + " | GPU waits |", "|---|---|" + "---:|" * (len(SPLIT) + 1)]
         for rows in (rows for (row_rate, _), rows in groups.items() if row_rate == rate):
             for row in rows:
                 cells = []
                 for phase in SPLIT:
                     stats = row["stats_us"].get(phase)
                     cells.append(f"{_us(stats['p50'])} / {_us(stats['p99'])}" if stats else NONE)
-                lines.append(f"{_label(row)} " + " | ".join(cells) + " |")
+                lines.append(f"{_label(row)} " + " | ".join(cells) + f" | {row.get('gpu_waits', 0)}/{row['measured']} |")
         lines.append("")
     return lines
 
