@@ -98,10 +98,11 @@ class _FlowingPipeline:
     asked for a report sends it at the next spin, and inference's once-a-second report arrives at every spin."""
 
     def __init__(self, table: _Table) -> None:
-        self.table, self.clock, self.frames, self.asked = table, 0.0, 30, []
+        self.table, self.clock, self.frames, self.asked, self.requests = table, 0.0, 30, [], []
 
     def ask(self, name: str, node: str) -> None:
         self.asked.append(name)
+        self.requests.append(node)
 
     def _send(self, name: str) -> None:
         # at one instant inference has checked all preprocess sent: a later report of inference shows more
@@ -130,6 +131,18 @@ def test_the_last_reports_after_ctrl_c_keep_each_count_at_least_the_next_node_s(
     assert latest["camera"]["time"] > latest["preprocess"]["time"] > latest["inference"]["time"]
     assert latest["camera"]["out"] >= latest["preprocess"]["in"]
     assert latest["preprocess"]["out"] >= latest["inference"]["checked"]
+
+
+def test_a_node_that_has_not_reported_yet_is_asked_for_its_report_after_ctrl_c():
+    """Before: a fresh clone's loaded run stopped 4.3 s in, while the camera's and preprocess's first reports were
+    still in DDS discovery; they were never asked, and the summary said the pipeline published 0 frames."""
+    table = _Table(["camera", "preprocess", "inference"])
+    pipeline = _FlowingPipeline(table)
+    pipeline._send("inference")  # the only node the monitor has heard from so far
+    _collect_last_reports(pipeline, table, pipeline.ask, seconds_each=1.0)
+    assert set(table.latest) == {"camera", "preprocess", "inference"}
+    assert pipeline.requests.count("*") == 2  # camera and preprocess, by their process (no name known yet)
+    assert table.latest["camera"]["out"] >= table.latest["preprocess"]["in"]
 
 
 def test_a_killed_source_s_unreported_frames_count_as_published_once_its_readers_report_them():

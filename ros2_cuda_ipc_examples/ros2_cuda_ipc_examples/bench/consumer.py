@@ -70,9 +70,9 @@ class ReceivedFrames:
     def report(self, case: int, subscription_dropped: dict[str, int] | None = None) -> dict[str, Any]:
         samples = {phase: [round(v, 1) for v in values] for phase, values in self.samples.items() if values}
         return {"case": case, "received": self.received, "measured": self.measured, "verified": self.verified,
-                "bad": self.bad, "stale": self.stale, "errors": self.errors, "gpu_waits": self.gpu_waits, "last_error": self.last_error,
-                "done_ns": self.done_ns, "samples_us": samples, "cpu_ms_per_frame": self.cpu.ms_per_frame(),
-                "subscription_dropped": subscription_dropped or {}}
+                "bad": self.bad, "stale": self.stale, "errors": self.errors, "gpu_waits": self.gpu_waits,
+                "last_error": self.last_error, "done_ns": self.done_ns, "samples_us": samples,
+                "cpu_ms_per_frame": self.cpu.ms_per_frame(), "subscription_dropped": subscription_dropped or {}}
 
 
 class Consumer:

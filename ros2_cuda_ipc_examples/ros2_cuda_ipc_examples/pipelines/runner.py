@@ -461,21 +461,22 @@ def _collect_last_reports(spinner: Any, table: StatsTable, ask: Callable[[str, s
     a node a report behind another showed fewer frames than the node reading it.)  Each is asked for it on
     ``ask(name, fully qualified name)`` (again every half second: its once-a-second report could come too late on a
     busy machine); a node without a fresh report within ``seconds_each`` (stopped, restarting) keeps its last.
-    Each node's report, once taken, is its final one (:meth:`.StatsTable.keep_final`)."""
+    A node with no report yet is asked too, as ``*`` (every node of its process: its own name is in its report):
+    on a loaded machine a camera's first reports can still be in discovery when Ctrl-C comes, and the summary then
+    said it published nothing.  Each node's report, once taken, is its final one (:meth:`.StatsTable.keep_final`)."""
     after = time.time()
     try:
         for name in reversed(table.order):
-            if name not in table.latest:
-                continue
             deadline = time.monotonic() + seconds_each
             asked = 0.0
-            while time.monotonic() < deadline and table.latest[name]["time"] <= after:
+            while time.monotonic() < deadline and (name not in table.latest or table.latest[name]["time"] <= after):
                 if time.monotonic() - asked >= 0.5:
-                    ask(name, table.latest[name]["node"])
+                    ask(name, table.latest[name]["node"] if name in table.latest else "*")
                     asked = time.monotonic()
                 spinner.spin_once(timeout_sec=0.05)
-            table.keep_final(name)
-            after = max(after, table.latest[name]["time"])
+            if name in table.latest:
+                table.keep_final(name)
+                after = max(after, table.latest[name]["time"])
     except Exception:  # the context was shut down by rclpy's own handler, or Ctrl-C again: keep what we have
         return
 
