@@ -222,3 +222,49 @@ def test_a_consumer_that_never_gets_a_frame_is_a_stall():
     soak(table, {"encoder": pid})  # its life starts now; the camera is not sampled (no pid given)
     with pytest.raises(SoakFailed, match=r"encoder .* checked no frame"):
         soak._sample(table, {"encoder": pid}, time.monotonic() + STARTUP_GRACE + STALL + 1)
+
+
+_CHILD = """
+import signal, sys, time
+name, ignore = sys.argv[1], sys.argv[2] == "ignore"
+def stop(*_):
+    if ignore:
+        return
+    print(f"{name} {time.monotonic()}", flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGINT, stop)
+print("up", flush=True)
+while True:
+    time.sleep(0.01)
+"""
+
+
+@pytest.mark.timeout(60)
+def test_the_soak_stops_its_children_one_at_a_time_the_publisher_first_and_shows_a_hung_one_s_threads(
+        tmp_path, monkeypatch):
+    """All at once, every reader deleted its DDS participant while the others' removals reached it, Fast DDS 3.2's
+    deadlock trigger (the H100 suite, session 17: 'reader 0 ignored SIGINT for 10 s', no stacks to say why)."""
+    from ros2_cuda_ipc_examples.bench import soak as soak_module
+
+    monkeypatch.setattr(soak_module, "STOP_WAIT", 2.0)
+    args = soak_module.parse_args(["--minutes", "1", "--memory", "host", "--log-dir", str(tmp_path / "logs")])
+    supervisor = soak_module.Soak(args, open(os.devnull, "w"))  # noqa: SIM115 (the process ends with the test)
+    for role, slot, ignore in (("reader", 0, "ignore"), ("reader", 1, "obey"), ("publisher", 0, "obey")):
+        log = open(tmp_path / f"{role}{slot}.log", "w")  # noqa: SIM115 (closed by reap)
+        proc = subprocess.Popen([sys.executable, "-c", _CHILD, f"{role}{slot}", ignore], stdout=subprocess.PIPE,
+                                stderr=log, text=True)
+        assert proc.stdout is not None and proc.stdout.readline() == "up\n"
+        now = time.monotonic()
+        supervisor.children.append(soak_module.Child(role, slot, proc, log, now, reported_at=now, progress_at=now))
+    procs = {f"{c.role}{c.slot}": c.proc for c in supervisor.children}
+    stopped = time.monotonic()
+    supervisor.stop_all()
+    assert supervisor.children == []
+    ended = {name: float(procs[name].stdout.read().split()[1]) for name in ("publisher0", "reader1")}
+    assert ended["reader1"] - ended["publisher0"] >= 2.0  # the publisher first, then reader 0's whole wait
+    assert len(supervisor.failures) == 1, supervisor.failures
+    failure = supervisor.failures[0]
+    assert failure.startswith("reader 0 (pid ") and "ignored SIGINT for 2 s" in failure
+    assert "threads of pid" in failure and "tid" in failure  # where each of its threads waited
+    assert "still running 2 s after SIGINT" in (tmp_path / "reader0.log").read_text()
+    assert time.monotonic() - stopped < 10

@@ -43,6 +43,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from ..pipelines.stacks import native_stacks
 from .process_usage import process_usage
 
 REPORT_PERIOD = 0.5  # s between a child's reports, and between the supervisor's samples
@@ -50,6 +51,7 @@ STARTUP_GRACE = 3.0  # s: samples of younger processes are start-up, not steady 
 PUBLISHER_STALL = 5.0  # s without a publication from a running publisher: a hang
 READER_STALL = 15.0  # s without a verified frame while a publisher has run that long: a hang
 SILENCE = 10.0  # s without any report from a running process: a hang
+STOP_WAIT = 10.0  # s a child has to end after SIGINT at the soak's end
 READER_KILL_EVERY = (2.0, 6.0)  # s between reader kills, uniformly at random
 
 
@@ -326,15 +328,23 @@ class Soak:
         child.log.close()
 
     def stop_all(self) -> None:
-        for child in self.children:
+        """SIGINT each child, the publisher first, one after the other, each given :data:`STOP_WAIT` s to end.
+
+        One at a time, as the pipeline runner stops its nodes: stopped all at once, every reader deletes its DDS
+        participant while the others' removals reach it, the trigger of Fast DDS 3.2's deadlock in
+        ``destroy_node`` (docs/decisions.md).  A child still running is killed, its threads (with C stacks where
+        gdb is here) go into its log, and the failure says where it waited."""
+        for child in sorted(self.children, key=lambda c: c.role != "publisher"):
             with contextlib.suppress(ProcessLookupError):
                 child.proc.send_signal(signal.SIGINT)
-        deadline = time.monotonic() + 10
-        for child in list(self.children):
             try:
-                child.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+                child.proc.wait(timeout=STOP_WAIT)
             except subprocess.TimeoutExpired:
-                self.failures.append(f"{child.role} {child.slot} (pid {child.proc.pid}) ignored SIGINT for 10 s")
+                stacks = native_stacks(child.proc.pid)
+                child.log.write(f"\n--- still running {STOP_WAIT:g} s after SIGINT ---\n{stacks}\n")
+                child.log.flush()
+                self.failures.append(f"{child.role} {child.slot} (pid {child.proc.pid}) ignored SIGINT for "
+                                     f"{STOP_WAIT:g} s; its threads, in its log:\n{stacks}")
                 child.proc.kill()
                 child.proc.wait()
             self.reap(child)
