@@ -214,7 +214,8 @@ def run_reader(args: argparse.Namespace) -> int:
         def report(self) -> None:
             stats = self.reader.stats()
             _emit({**self.counts, "problems": self.problems, "leases_held": stats["leases_held"],
-                   "pools_open": stats["pools_open"], "gpu_used_mib": self.gpu.used_mib() if self.gpu else None})
+                   "pools_open": stats["pools_open"], "gpu_used_mib": self.gpu.used_mib() if self.gpu else None,
+                   "publishers_seen": self.count_publishers(args.topic)})
 
     return run_nodes(lambda: [SoakReader()])
 
@@ -406,7 +407,9 @@ class Soak:
                 self.spawn(child.role, child.slot)
             elif (child.role == "reader" and min(child.age, publisher_age) > READER_STALL
                   and now - child.progress_at > READER_STALL):
-                self.failures.append(f"hang: {name} verified no frame for {READER_STALL:g} s")
+                # what it said last (frames found stale, pools, the publishers DDS shows it): why it read nothing
+                self.failures.append(f"hang: {name} verified no frame for {READER_STALL:g} s; its last report: "
+                                     f"{json.dumps(child.report)}")
                 self.kill(child)
                 self.spawn(child.role, child.slot)
 
