@@ -268,3 +268,34 @@ def test_the_soak_stops_its_children_one_at_a_time_the_publisher_first_and_shows
     assert "threads of pid" in failure and "tid" in failure  # where each of its threads waited
     assert "still running 2 s after SIGINT" in (tmp_path / "reader0.log").read_text()
     assert time.monotonic() - stopped < 10
+
+
+@pytest.mark.timeout(60)
+def test_a_reader_that_verifies_nothing_is_a_hang_shown_with_its_last_report_and_its_threads(tmp_path, monkeypatch):
+    """The H100 suite (session 17): 'reader 2 verified no frame for 15 s' and nothing else to say why."""
+    from ros2_cuda_ipc_examples.bench import soak as soak_module
+
+    monkeypatch.setattr(soak_module, "READER_STALL", 0.2)
+    args = soak_module.parse_args(["--minutes", "1", "--memory", "host", "--log-dir", str(tmp_path / "logs")])
+    supervisor = soak_module.Soak(args, open(os.devnull, "w"))  # noqa: SIM115 (the process ends with the test)
+    respawned = []
+    monkeypatch.setattr(supervisor, "spawn", lambda role, slot: respawned.append((role, slot)))
+    long_ago = time.monotonic() - 10
+    for role, slot in (("publisher", 0), ("reader", 2)):
+        log = open(tmp_path / f"{role}{slot}.log", "w")  # noqa: SIM115 (closed by reap)
+        proc = subprocess.Popen([sys.executable, "-c", _CHILD, f"{role}{slot}", "obey"], stdout=subprocess.PIPE,
+                                stderr=log, text=True)
+        assert proc.stdout is not None and proc.stdout.readline() == "up\n"
+        child = soak_module.Child(role, slot, proc, log, long_ago, reported_at=time.monotonic(),
+                                  progress_at=time.monotonic() if role == "publisher" else long_ago)
+        child.report = {"verified": 0, "stale": 0, "publishers_seen": 0} if role == "reader" else {"published": 9}
+        supervisor.children.append(child)
+    try:
+        supervisor.check_health()
+        assert respawned == [("reader", 2)] and [c.role for c in supervisor.children] == ["publisher"]
+        assert len(supervisor.failures) == 1, supervisor.failures
+        failure = supervisor.failures[0]
+        assert failure.startswith("hang: reader 2 (pid ") and "verified no frame for 0.2 s" in failure
+        assert '"publishers_seen": 0' in failure and "threads of pid" in failure
+    finally:
+        supervisor.stop_all()

@@ -398,20 +398,21 @@ class Soak:
                 self.reap(child)
                 self.spawn(child.role, child.slot)
             elif now - child.reported_at > SILENCE:
-                self.failures.append(f"hang: {name} sent no report for {SILENCE:g} s")
-                self.kill(child)
-                self.spawn(child.role, child.slot)
+                self._hang(child, f"sent no report for {SILENCE:g} s")
             elif child.role == "publisher" and child.age > PUBLISHER_STALL and now - child.progress_at > PUBLISHER_STALL:
-                self.failures.append(f"hang: {name} published nothing for {PUBLISHER_STALL:g} s")
-                self.kill(child)
-                self.spawn(child.role, child.slot)
+                self._hang(child, f"published nothing for {PUBLISHER_STALL:g} s")
             elif (child.role == "reader" and min(child.age, publisher_age) > READER_STALL
                   and now - child.progress_at > READER_STALL):
                 # what it said last (frames found stale, pools, the publishers DDS shows it): why it read nothing
-                self.failures.append(f"hang: {name} verified no frame for {READER_STALL:g} s; its last report: "
-                                     f"{json.dumps(child.report)}")
-                self.kill(child)
-                self.spawn(child.role, child.slot)
+                self._hang(child, f"verified no frame for {READER_STALL:g} s; its last report: {json.dumps(child.report)}")
+
+    def _hang(self, child: Child, what: str) -> None:
+        """A child that hangs is a failure with where its threads wait (C stacks where gdb is here); then killed
+        and started again."""
+        self.failures.append(f"hang: {child.role} {child.slot} (pid {child.proc.pid}) {what}\n"
+                             f"{native_stacks(child.proc.pid)}")
+        self.kill(child)
+        self.spawn(child.role, child.slot)
 
     def status(self) -> str:
         elapsed = time.monotonic() - self.started
