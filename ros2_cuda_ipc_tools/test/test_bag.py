@@ -142,6 +142,11 @@ def test_recorded_mcap_reads_back_with_rosbags_frame_for_frame(recorded) -> None
     check_bag(bag, result)
     check_with_mcap(bag, result)
     assert "dropped" in result["err"] and "queue" in result["err"]  # the live status line
+    for topic, counts in result["counts"].items():  # each drop's cause is in the final table, adding up
+        causes = re.search(rf"^dropped on {topic}: (.*)$", result["out"], re.MULTILINE)
+        assert (causes is None) == (counts["dropped"] == 0), result["out"]
+        if causes:
+            assert sum(int(part.split()[0]) for part in causes.group(1).split(", ")) == counts["dropped"]
     notes = bag_messages(bag)[NOTE_TOPIC]  # a std_msgs/String topic, stored as it came
     assert len(notes) == result["counts"][NOTE_TOPIC]["written"] == 300 - result["counts"][NOTE_TOPIC]["dropped"]
     indices = [int(m.data.removeprefix("frame ")) for _, m in notes]

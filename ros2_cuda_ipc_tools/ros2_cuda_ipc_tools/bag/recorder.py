@@ -130,7 +130,7 @@ class BagRecorder(Node):
             def on_raw(data: bytes) -> None:
                 message = QueuedMessage(topic, self.get_clock().now().nanoseconds, counts, raw=data)
                 if not self._writer.offer(message):
-                    counts.add("dropped")
+                    counts.drop("queue_full")
 
             self._recorded[topic] = self.create_subscription(message_class, topic, on_raw, qos, raw=True)
         else:
@@ -183,7 +183,7 @@ class BagRecorder(Node):
             handle = int(stream.handle) if stream is not None else 0
             view = recording.reader.read(msg, handle)
         except StaleDescriptorError:  # the recorder fell behind and the block moved on: a frame it could not take
-            counts.add("dropped")
+            counts.drop("stale")
             return
         except Ros2CudaIpcError as exc:
             counts.add("failed")
@@ -204,7 +204,7 @@ class BagRecorder(Node):
                 if frame.source is None:
                     buffer = ring.take(frame.ring_bytes)
                     if buffer is None:
-                        counts.add("dropped")
+                        counts.drop("no_buffer")
                         return
                     recording.download(view, frame, buffer, handle)
             except (Ros2CudaIpcError, ValueError) as exc:
@@ -225,7 +225,7 @@ class BagRecorder(Node):
                                 done=done)
         if not self._writer.offer(message):
             message.release()
-            counts.add("dropped")
+            counts.drop("queue_full")
 
     def close(self) -> None:
         """Stop taking frames, write what is queued, close the bag."""
