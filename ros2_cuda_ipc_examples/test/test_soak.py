@@ -1,5 +1,7 @@
 """The soak tool: a one-minute run on host memory in CI, its frame check, its arguments, and its Ctrl-C."""
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -239,7 +241,35 @@ while True:
 """
 
 
-@pytest.mark.timeout(60)
+@contextlib.contextmanager
+def _children(tmp_path):
+    """``start(role, slot, ignore)``: a child process that says "up", and on SIGINT prints its name and the time
+    and ends (or, with ``ignore``, goes on); every one is killed and its pipe closed on the way out."""
+    procs = []
+
+    def start(role, slot, ignore="obey"):
+        log = open(tmp_path / f"{role}{slot}.log", "w")  # noqa: SIM115 (closed by the soak's reap)
+        proc = subprocess.Popen([sys.executable, "-c", _CHILD, f"{role}{slot}", ignore], stdout=subprocess.PIPE,
+                                stderr=log, text=True)
+        procs.append(proc)
+        assert proc.stdout is not None and proc.stdout.readline() == "up\n"
+        return proc, log
+
+    try:
+        yield start
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+
+
+def _supervisor(tmp_path, soak_module):
+    args = soak_module.parse_args(["--minutes", "1", "--memory", "host", "--log-dir", str(tmp_path / "logs")])
+    return soak_module.Soak(args, io.StringIO())
+
+
+@pytest.mark.timeout(90)
 def test_the_soak_stops_its_children_one_at_a_time_the_publisher_first_and_shows_a_hung_one_s_threads(
         tmp_path, monkeypatch):
     """All at once, every reader deleted its DDS participant while the others' removals reached it, Fast DDS 3.2's
@@ -247,55 +277,45 @@ def test_the_soak_stops_its_children_one_at_a_time_the_publisher_first_and_shows
     from ros2_cuda_ipc_examples.bench import soak as soak_module
 
     monkeypatch.setattr(soak_module, "STOP_WAIT", 2.0)
-    args = soak_module.parse_args(["--minutes", "1", "--memory", "host", "--log-dir", str(tmp_path / "logs")])
-    supervisor = soak_module.Soak(args, open(os.devnull, "w"))  # noqa: SIM115 (the process ends with the test)
-    for role, slot, ignore in (("reader", 0, "ignore"), ("reader", 1, "obey"), ("publisher", 0, "obey")):
-        log = open(tmp_path / f"{role}{slot}.log", "w")  # noqa: SIM115 (closed by reap)
-        proc = subprocess.Popen([sys.executable, "-c", _CHILD, f"{role}{slot}", ignore], stdout=subprocess.PIPE,
-                                stderr=log, text=True)
-        assert proc.stdout is not None and proc.stdout.readline() == "up\n"
-        now = time.monotonic()
-        supervisor.children.append(soak_module.Child(role, slot, proc, log, now, reported_at=now, progress_at=now))
-    procs = {f"{c.role}{c.slot}": c.proc for c in supervisor.children}
-    stopped = time.monotonic()
-    supervisor.stop_all()
-    assert supervisor.children == []
-    ended = {name: float(procs[name].stdout.read().split()[1]) for name in ("publisher0", "reader1")}
+    supervisor = _supervisor(tmp_path, soak_module)
+    with _children(tmp_path) as start:
+        for role, slot, ignore in (("reader", 0, "ignore"), ("reader", 1, "obey"), ("publisher", 0, "obey")):
+            proc, log = start(role, slot, ignore)
+            now = time.monotonic()
+            supervisor.children.append(soak_module.Child(role, slot, proc, log, now, reported_at=now, progress_at=now))
+        procs = {f"{c.role}{c.slot}": c.proc for c in supervisor.children}
+        supervisor.stop_all()
+        assert supervisor.children == []
+        ended = {name: float(procs[name].stdout.read().split()[1]) for name in ("publisher0", "reader1")}
     assert ended["reader1"] - ended["publisher0"] >= 2.0  # the publisher first, then reader 0's whole wait
     assert len(supervisor.failures) == 1, supervisor.failures
     failure = supervisor.failures[0]
     assert failure.startswith("reader 0 (pid ") and "ignored SIGINT for 2 s" in failure
     assert "threads of pid" in failure and "tid" in failure  # where each of its threads waited
     assert "still running 2 s after SIGINT" in (tmp_path / "reader0.log").read_text()
-    assert time.monotonic() - stopped < 10
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(90)
 def test_a_reader_that_verifies_nothing_is_a_hang_shown_with_its_last_report_and_its_threads(tmp_path, monkeypatch):
     """The H100 suite (session 17): 'reader 2 verified no frame for 15 s' and nothing else to say why."""
     from ros2_cuda_ipc_examples.bench import soak as soak_module
 
     monkeypatch.setattr(soak_module, "READER_STALL", 0.2)
-    args = soak_module.parse_args(["--minutes", "1", "--memory", "host", "--log-dir", str(tmp_path / "logs")])
-    supervisor = soak_module.Soak(args, open(os.devnull, "w"))  # noqa: SIM115 (the process ends with the test)
+    supervisor = _supervisor(tmp_path, soak_module)
     respawned = []
     monkeypatch.setattr(supervisor, "spawn", lambda role, slot: respawned.append((role, slot)))
     long_ago = time.monotonic() - 10
-    for role, slot in (("publisher", 0), ("reader", 2)):
-        log = open(tmp_path / f"{role}{slot}.log", "w")  # noqa: SIM115 (closed by reap)
-        proc = subprocess.Popen([sys.executable, "-c", _CHILD, f"{role}{slot}", "obey"], stdout=subprocess.PIPE,
-                                stderr=log, text=True)
-        assert proc.stdout is not None and proc.stdout.readline() == "up\n"
-        child = soak_module.Child(role, slot, proc, log, long_ago, reported_at=time.monotonic(),
-                                  progress_at=time.monotonic() if role == "publisher" else long_ago)
-        child.report = {"verified": 0, "stale": 0, "publishers_seen": 0} if role == "reader" else {"published": 9}
-        supervisor.children.append(child)
-    try:
+    with _children(tmp_path) as start:
+        for role, slot in (("publisher", 0), ("reader", 2)):
+            proc, log = start(role, slot)
+            child = soak_module.Child(role, slot, proc, log, long_ago, reported_at=time.monotonic(),
+                                      progress_at=time.monotonic() if role == "publisher" else long_ago)
+            child.report = {"verified": 0, "stale": 0, "publishers_seen": 0} if role == "reader" else {"published": 9}
+            supervisor.children.append(child)
         supervisor.check_health()
         assert respawned == [("reader", 2)] and [c.role for c in supervisor.children] == ["publisher"]
-        assert len(supervisor.failures) == 1, supervisor.failures
-        failure = supervisor.failures[0]
-        assert failure.startswith("hang: reader 2 (pid ") and "verified no frame for 0.2 s" in failure
-        assert '"publishers_seen": 0' in failure and "threads of pid" in failure
-    finally:
         supervisor.stop_all()
+    assert len(supervisor.failures) == 1, supervisor.failures
+    failure = supervisor.failures[0]
+    assert failure.startswith("hang: reader 2 (pid ") and "verified no frame for 0.2 s" in failure
+    assert '"publishers_seen": 0' in failure and "threads of pid" in failure

@@ -59,8 +59,9 @@ class ReceivedFrames:
     bad: int = 0
     stale: int = 0
     errors: int = 0
-    #: Measured frames whose producer had not finished when read: the consumer's stream waited on the GPU.
-    gpu_waits: int = 0
+    #: Measured frames whose producer had not finished when read: the consumer's stream waited on the GPU (None
+    #: for a row that reads no block: the floor, sensor_msgs, the CPU twin).
+    gpu_waits: int | None = None
     last_error: str = ""
     last_arrival: float = 0.0
     done_ns: int = 0
@@ -122,14 +123,14 @@ class Consumer:
         try:
             times = [now_ns()]
             view = reader.read(msg, arrays.stream)
+            waited = not view.handle.ready_at_read
+            checksum = self._reduce(kind, view, arrays, times)
         except StaleDescriptorError:
             self._dropped(case, seq, "stale")
             return
         except Ros2CudaIpcError as exc:
             self._dropped(case, seq, "errors", str(exc))
             return
-        waited = not view.handle.ready_at_read
-        checksum = self._reduce(kind, view, arrays, times)
         self._record(case, seq, stamp_ns(msg.header), arrived, times,
                      checksum == expected_checksum(case.payload.byte_size, seq), waited)
 
@@ -190,14 +191,15 @@ class Consumer:
         return self.cases[index], seq
 
     def _record(self, case: Case, seq: int, sent: int, arrived: int, times: list[int] | None, good: bool,
-                gpu_wait: bool = False) -> None:
+                gpu_wait: bool | None = None) -> None:
         frames = self.frames[case.index]
         if not good:
             frames.bad += 1
         if seq >= case.warmup:
             frames.measured += 1
             frames.verified += good
-            frames.gpu_waits += gpu_wait
+            if gpu_wait is not None:
+                frames.gpu_waits = (frames.gpu_waits or 0) + gpu_wait
             samples = frames.samples
             samples["arrival"].append((arrived - sent) / 1000)
             if times is None:  # the floor: ready on arrival

@@ -44,7 +44,7 @@ def case_result(case: Case, sent: SentFrames, report: dict[str, Any] | None) -> 
         "unsent": sent.unsent, "warmup_not_sent": sent.warmup_not_sent,
         **{key: report[key] for key in ("received", "measured", "verified", "bad", "stale", "errors", "last_error")},
         "subscription_dropped": report.get("subscription_dropped", {}),
-        "gpu_waits": report.get("gpu_waits", 0),
+        "gpu_waits": report.get("gpu_waits"),
         "measured_sent": len(sent.send_us),
         "dropped": len(sent.send_us) - report["verified"],
         "cpu_ms_per_frame": {"producer": sent.cpu.ms_per_frame(), "consumer": report.get("cpu_ms_per_frame")},
@@ -176,7 +176,9 @@ def split_tables(results: list[dict[str, Any]]) -> list[str]:
                 for phase in SPLIT:
                     stats = row["stats_us"].get(phase)
                     cells.append(f"{_us(stats['p50'])} / {_us(stats['p99'])}" if stats else NONE)
-                lines.append(f"{_label(row)} " + " | ".join(cells) + f" | {row.get('gpu_waits', 0)}/{row['measured']} |")
+                waits = row.get("gpu_waits")
+                cells.append(NONE if waits is None else f"{waits}/{row['measured']}")
+                lines.append(f"{_label(row)} " + " | ".join(cells) + " |")
         lines.append("")
     return lines
 

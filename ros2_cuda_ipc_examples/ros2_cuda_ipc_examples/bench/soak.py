@@ -335,20 +335,25 @@ class Soak:
         participant while the others' removals reach it, the trigger of Fast DDS 3.2's deadlock in
         ``destroy_node`` (docs/decisions.md).  A child still running is killed, its threads (with C stacks where
         gdb is here) go into its log, and the failure says where it waited."""
-        for child in sorted(self.children, key=lambda c: c.role != "publisher"):
-            with contextlib.suppress(ProcessLookupError):
-                child.proc.send_signal(signal.SIGINT)
-            try:
-                child.proc.wait(timeout=STOP_WAIT)
-            except subprocess.TimeoutExpired:
-                stacks = native_stacks(child.proc.pid)
-                child.log.write(f"\n--- still running {STOP_WAIT:g} s after SIGINT ---\n{stacks}\n")
-                child.log.flush()
-                self.failures.append(f"{child.role} {child.slot} (pid {child.proc.pid}) ignored SIGINT for "
-                                     f"{STOP_WAIT:g} s; its threads, in its log:\n{stacks}")
-                child.proc.kill()
-                child.proc.wait()
-            self.reap(child)
+        try:
+            for child in sorted(self.children, key=lambda c: c.role != "publisher"):
+                with contextlib.suppress(ProcessLookupError):
+                    child.proc.send_signal(signal.SIGINT)
+                try:
+                    child.proc.wait(timeout=STOP_WAIT)
+                except subprocess.TimeoutExpired:
+                    stacks = native_stacks(child.proc.pid)
+                    child.log.write(f"\n--- still running {STOP_WAIT:g} s after SIGINT ---\n{stacks}\n")
+                    child.log.flush()
+                    self.failures.append(f"{child.role} {child.slot} (pid {child.proc.pid}) ignored SIGINT for "
+                                         f"{STOP_WAIT:g} s; its threads, in its log:\n{stacks}")
+                    child.proc.kill()
+                    child.proc.wait()
+                self.reap(child)
+        finally:  # a second Ctrl-C here, or a failure on the way: no child outlives the soak (own sessions)
+            for child in self.children:
+                with contextlib.suppress(ProcessLookupError):
+                    child.proc.kill()
 
     # observation
 

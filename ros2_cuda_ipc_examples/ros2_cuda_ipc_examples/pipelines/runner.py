@@ -463,11 +463,21 @@ def _collect_last_reports(spinner: Any, table: StatsTable, ask: Callable[[str, s
     busy machine); a node without a fresh report within ``seconds_each`` (stopped, restarting) keeps its last.
     A node with no report yet is asked too, as ``*`` (every node of its process: its own name is in its report):
     on a loaded machine a camera's first reports can still be in discovery when Ctrl-C comes, and the summary then
-    said it published nothing.  Each node's report, once taken, is its final one (:meth:`.StatsTable.keep_final`)."""
+    said it published nothing.  Such nodes are all asked at once first, and share one ``seconds_each`` from the
+    first of them reached: many that never came up cost that once, not once each.  Each node's report, once taken,
+    is its final one (:meth:`.StatsTable.keep_final`)."""
     after = time.time()
+    unreported = [name for name in table.order if name not in table.latest]
+    shared: float | None = None  # the unreported nodes' one deadline
     try:
+        for name in unreported:
+            ask(name, "*")
         for name in reversed(table.order):
-            deadline = time.monotonic() + seconds_each
+            if name in table.latest:
+                deadline = time.monotonic() + seconds_each
+            else:
+                shared = shared or time.monotonic() + seconds_each
+                deadline = shared
             asked = 0.0
             while time.monotonic() < deadline and (name not in table.latest or table.latest[name]["time"] <= after):
                 if time.monotonic() - asked >= 0.5:

@@ -49,9 +49,13 @@ def native_stacks(pid: int, timeout: float = 20.0) -> str:
         return "\n".join([*text, "(no gdb or cuda-gdb here: no C stacks)"])
     try:
         done = subprocess.run([gdb, "-p", str(pid), "-batch", "-nx", "-ex", "thread apply all bt 40"],
-                              capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+                              capture_output=True, text=True, errors="replace", timeout=timeout,
+                              stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return "\n".join([*text, f"(gdb did not answer in {timeout:.0f} s)"])
+    except OSError as exc:  # gdb could not be started after all
+        return "\n".join([*text, f"(gdb did not start: {exc})"])
     backtraces = [line for line in done.stdout.splitlines() if line.startswith(("Thread ", "#"))]
+    said = done.stderr.strip().splitlines()
     return "\n".join([*text, f"C stacks ({Path(gdb).name}):", *backtraces] if backtraces else
-                     [*text, f"(gdb could not attach: {done.stderr.strip().splitlines()[-1:] or '?'})"])
+                     [*text, f"(gdb could not attach: {said[-1] if said else '?'})"])
