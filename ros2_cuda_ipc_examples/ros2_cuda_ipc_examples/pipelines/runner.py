@@ -472,13 +472,13 @@ def _collect_last_reports(spinner: Any, table: StatsTable, ask: Callable[[str, s
     try:
         for name in unreported:
             ask(name, "*")
+        pre_asked = time.monotonic()
         for name in reversed(table.order):
             if name in table.latest:
-                deadline = time.monotonic() + seconds_each
-            else:
+                deadline, asked = time.monotonic() + seconds_each, 0.0
+            else:  # asked just now: again once half a second has passed
                 shared = shared or time.monotonic() + seconds_each
-                deadline = shared
-            asked = 0.0
+                deadline, asked = shared, pre_asked
             while time.monotonic() < deadline and (name not in table.latest or table.latest[name]["time"] <= after):
                 if time.monotonic() - asked >= 0.5:
                     ask(name, table.latest[name]["node"] if name in table.latest else "*")

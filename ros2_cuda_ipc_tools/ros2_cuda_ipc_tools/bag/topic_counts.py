@@ -26,11 +26,14 @@ class TopicCounts:
     msgtype: str
     written: int = 0
     bytes: int = 0
-    dropped: int = 0
     failed: int = 0
     lost: int = 0
     drops: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def dropped(self) -> int:
+        return sum(self.drops.values())
 
     def add(self, name: str, n: int = 1) -> None:
         with self._lock:
@@ -39,7 +42,6 @@ class TopicCounts:
     def drop(self, cause: str) -> None:
         """One frame dropped, for ``cause`` (a key of :data:`DROP_CAUSES`)."""
         with self._lock:
-            self.dropped += 1
             self.drops[cause] = self.drops.get(cause, 0) + 1
 
 
