@@ -13,8 +13,8 @@ taken during it.
 
 Rows, each a fresh publisher process and subscription, one after the other:
 
-``alone``              after the warm-up no executor spins while the callback waits (the DDS copies wait in
-                       the middleware): the sleep's own overshoot, the baseline.
+``alone``              after the warm-up no executor spins while the callback waits (before session 18 the DDS
+                       copies waited in the middleware): the sleep's own overshoot, the baseline.
 ``single``             rclpy's ``SingleThreadedExecutor`` spins on the main thread (the default), with the
                        switch interval the direct subscription sets (core's ``direct/switch_interval.py``: 50 us).
 ``events``             rclpy's C++ ``EventsExecutor`` (where this rclpy has it).
@@ -27,6 +27,9 @@ Rows, each a fresh publisher process and subscription, one after the other:
 Per row: the overshoot's p50 / p90 / max in us over the frames after ``--warmup``, apart for frames whose DDS copy
 was taken while their callback slept and for the others; and the time from the publisher's stamp to the wait's end
 (what a consumer-ready time would be), which also counts what the GIL costs the frame before its callback.
+Since session 18 a direct subscription's DDS reader is on a hidden node no executor spins, and its delivery thread
+takes the copies between callbacks (core's ``direct/dds_leg.py``): no row should count a copy taken during a wait,
+and ``single`` should come down to ``alone``.  The rows stay, to show that on any machine.
 It reaches no private names of ours; nothing in the packages imports it.
 """
 
@@ -104,7 +107,7 @@ def run_row(row: str, rate: float, count: int, wait_us: float,
     samples: list[tuple[float, bool, float, int]] = []
     done = threading.Event()
 
-    def dds_copies() -> int:  # taken by the executor's thread, each dropped as the duplicate it is
+    def dds_copies() -> int:  # taken (before session 18 by the executor's thread), each dropped as a duplicate
         return int(subscription.stats()["arrived"].get("dds", 0))
 
     def on_frame(view: Any) -> None:
@@ -133,8 +136,8 @@ def run_row(row: str, rate: float, count: int, wait_us: float,
             else executor_factory(row)()
         executor.add_node(node)
         deadline = time.monotonic() + count / rate + 60
-        # The direct channel opens on the first DDS descriptor: every row spins through its warm-up; "alone" then
-        # stops, and the copies wait in the middleware while the callbacks run.  It stops two frames before the
+        # Every row spins through its warm-up (before session 18 the direct channel opened on a DDS descriptor the
+        # executor took); "alone" then stops, and no executor runs beside the callbacks.  It stops two frames before the
         # warm-up ends, in turns of 5 ms: a turn still under way when the first measured frame came took its copy.
         turn = 0.005 if row == "alone" else 0.1
         while not done.is_set() and time.monotonic() < deadline and (row != "alone" or len(samples) < warmup - 2):

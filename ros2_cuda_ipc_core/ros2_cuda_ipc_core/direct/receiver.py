@@ -2,9 +2,9 @@
 
 It holds one channel per pool instance the subscription reads zero-copy (opened on the pool's own socket,
 checked as an import is: the server's pid and uid, the header's pool id and publisher) and runs, in order
-and one at a time, everything the subscription hands it: the records its channels bring, and the work the
-executor's callbacks submit (descriptors that came over DDS, twins).  So a callback never runs on two
-threads at once, and frames reach it in the order this thread takes them.
+and one at a time, everything the subscription hands it: the records its channels bring, and the work
+submitted to it (the DDS leg's takes, :mod:`.dds_leg`; twins from the executor's callbacks).  So a callback
+never runs on two threads at once, and frames reach it in the order this thread takes them.
 
 A channel that ends (its publisher closed or died, a record that is not one, a template that does not
 decode) or that the pool refused is closed and not opened again for that instance: its frames keep coming

@@ -14,6 +14,7 @@ was called because a message came, it says nothing.
 from __future__ import annotations
 
 import difflib
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,14 +47,18 @@ class TopicCheck:
         self.expected = [message_type_name(kind) for kind in expected]
         self.delay = delay
         self.found: str | None = None  #: what was logged, once the look was taken (None: nothing to say, or not yet)
+        self._lock = threading.Lock()
         self._timer: Any = node.create_timer(delay, self._look)
 
     def cancel(self) -> None:
-        """A message came: there is nothing to look at (call it from the subscription's callback)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._node.destroy_timer(self._timer)
-            self._timer = None
+        """A message came: there is nothing to look at (call it from the subscription's callback, on any thread)."""
+        if self._timer is None:
+            return
+        with self._lock:  # the executor's look and a delivery thread's message may cancel at once
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+            self._node.destroy_timer(timer)
 
     def _look(self) -> None:
         self.cancel()

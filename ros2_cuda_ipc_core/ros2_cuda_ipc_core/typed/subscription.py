@@ -15,7 +15,8 @@ descriptor of it, its twin, or its copy over the other path) is dropped.
 
 ``delivery="direct"`` (DESIGN §14) also takes each publication of a pool it reads zero-copy on a connection
 to that pool (:mod:`..direct`), and runs the callback on the subscription's own delivery thread, for frames
-from every path: whichever path brings a frame first delivers it, the other copy is dropped.
+from every path: whichever path brings a frame first delivers it, the other copy is dropped.  Its DDS messages
+are taken on that thread too, from a reader no executor waits on (:mod:`..direct.dds_leg`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, Literal, TypeVar
 
+from ..direct.dds_leg import DdsLeg
 from ..direct.frames import DirectMessage, HeaderSpares, TemplateMessage
 from ..direct.receiver import DirectReceiver
 from ..direct.wire import Frame
@@ -134,19 +136,25 @@ class TypedSubscription(Generic[V]):
         self._templates = Templates(reader.layout_of)
         self._deserialized = 0  # DDS messages that matched no template
         self._dds_headers = HeaderSpares()
-        self._subscription = node.create_subscription(message_type, topic, self._on_serialized, qos, raw=True)
-        self._topic_check = check_topic(node, topic, message_type)  # a misspelt topic, or one of another type, is said
-        self.topic = str(self._subscription.topic_name)
-        self.twin_topic = fallback_topic or twin_topic(self.topic)
-        self._twin_subscription: Any = None
+        self._subscription: Any = None
+        self._dds_leg: DdsLeg | None = None
         self._receiver: DirectReceiver | None = None
-        if delivery == "direct":
+        if delivery == "direct":  # every path's frames on the delivery thread, DDS's taken there too (dds_leg.py)
             from rclpy.serialization import deserialize_message
 
             self._headers = HeaderSpares()
-            self._receiver = DirectReceiver(f"ros2_cuda_ipc direct {self.topic}", self._on_direct_frame,
+            self._receiver = DirectReceiver(f"ros2_cuda_ipc direct {node.resolve_topic_name(topic)}",
+                                            self._on_direct_frame,
                                             partial(deserialize_message, message_type=message_type),
                                             reader.reader.allowed_uids, reader.reader.check_publisher_pid)
+            self._dds_leg = DdsLeg(node, message_type, topic, qos, self._on_serialized, self._receiver.submit)
+            self.topic = self._dds_leg.topic_name
+        else:
+            self._subscription = node.create_subscription(message_type, topic, self._on_serialized, qos, raw=True)
+            self.topic = str(self._subscription.topic_name)
+        self._topic_check = check_topic(node, topic, message_type)  # a misspelt topic, or one of another type, is said
+        self.twin_topic = fallback_topic or twin_topic(self.topic)
+        self._twin_subscription: Any = None
 
     # -- the one place that decides which way a publisher's frames come --------------------------------------
 
@@ -194,10 +202,10 @@ class TypedSubscription(Generic[V]):
         self._logged.add(key)
         if route.path == "fallback":
             log.warning("%s: the publisher (%s) cannot be read zero-copy (%s); reading its CPU twin %s",
-                        self._subscription.topic_name, route.publisher, route.reason, self.twin_topic)
+                        self.topic, route.publisher, route.reason, self.twin_topic)
         else:
             log.error("%s: refusing the publisher (%s): it cannot be read zero-copy (%s) and fallback='never'",
-                      self._subscription.topic_name, route.publisher, route.reason)
+                      self.topic, route.publisher, route.reason)
 
     # -- descriptors and twins ------------------------------------------------------------------------------
 
@@ -206,7 +214,7 @@ class TypedSubscription(Generic[V]):
         ``layout``: its checked layout, where a template gave it."""
         self._topic_check.cancel()
         self._arrived["dds"] += 1
-        if self._receiver is None:
+        if self._receiver is None or self._receiver.on_delivery_thread:
             self._handle_descriptor(msg, layout)
         elif int(msg.core.uid) <= self._last_uid.get(_instance(msg.core), 0):
             self._dropped["duplicate"] += 1  # the direct path delivered it already: no hand-over for nothing
@@ -403,7 +411,10 @@ class TypedSubscription(Generic[V]):
         self._topic_check.cancel()
         if self._receiver is not None:
             self._receiver.close()
-        self._node.destroy_subscription(self._subscription)
+        if self._dds_leg is not None:
+            self._dds_leg.close()
+        else:
+            self._node.destroy_subscription(self._subscription)
         if self._twin_subscription is not None:
             self._node.destroy_subscription(self._twin_subscription)
             self._twin_subscription = None
