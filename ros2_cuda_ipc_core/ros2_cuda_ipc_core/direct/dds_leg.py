@@ -3,13 +3,20 @@
 In the node's executor, each frame's DDS copy (a duplicate, once the channel brought the frame) gave the executor's
 thread a turn that held the GIL for 80-120 us, while the delivery thread ran that very frame's callback: the callback
 waited for it (decisions.md, "The direct subscriber's GIL wait").  So the subscription lives on a hidden node of its
-own, ``_<node>_direct_<n>`` in the node's namespace, that no executor spins.  A waiter thread blocks in rcl's wait on
-it with the GIL released; when a message is in, it hands the delivery thread a drain and waits until that ran.  Its
-own turn is a few lines; the takes run on the delivery thread, between callbacks, never beside one.
+own, ``_<node>_direct_<pid>_<n>`` in the node's namespace, that no executor spins.  A waiter thread blocks in rcl's
+wait on it with the GIL released; when a message is in, it hands the delivery thread a drain and waits until that
+ran.  Its own turn is a few lines; the takes run on the delivery thread, between callbacks, never beside one.  The
+subscription's QoS event handlers (rclpy's "incompatible QoS" warnings) still run in the node's executor: they are
+rare and say what a plain subscription says.
+
+The hidden node is the leg's alone: its context does not track it (a shutdown would destroy its guard condition
+before the hook that uses it to stop the waiter runs), and every live leg's waiter is stopped before the interpreter
+finalizes (a thread that wakes in rcl's wait then would abort the process).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
 import os
@@ -20,8 +27,11 @@ from typing import Any
 
 #: Messages one drain takes before it lets the delivery thread turn to its channels again.
 TAKES_PER_DRAIN = 16
+#: How long the interpreter's exit waits for each live leg's waiter to leave (seconds).
+_EXIT_JOIN = 1.0
 
 _numbers = itertools.count()
+_live: weakref.WeakSet[DdsLeg] = weakref.WeakSet()
 
 
 class DdsLeg:
@@ -34,22 +44,29 @@ class DdsLeg:
 
         self.topic_name: str = node.resolve_topic_name(topic)
         self._context = node.context
+        self._user_node = node
         # No global arguments: the name is resolved (remapped) already, and the node's parameters are not its own.
-        self._node: Any = rclpy.create_node(f"_{node.get_name()}_direct_{os.getpid()}_{next(_numbers)}",
-                                       namespace=node.get_namespace(), context=self._context,
-                                       use_global_arguments=False, enable_rosout=False,
-                                       start_parameter_services=False)
+        # Its services make a long node name invalid (about 230 characters): the user's node's, cut, leaves room.
+        self._node: Any = rclpy.create_node(f"_{node.get_name()[:100]}_direct_{os.getpid()}_{next(_numbers)}",
+                                            namespace=node.get_namespace(), context=self._context,
+                                            use_global_arguments=False, enable_rosout=False,
+                                            start_parameter_services=False)
+        self._context.untrack_node(self._node)
         self._message_type = message_type
         self._on_serialized = on_serialized
         self._submit = submit
         self._subscription = self._node.create_subscription(message_type, self.topic_name, _never_called, qos,
                                                             raw=True)
+        self._event_handlers = list(self._subscription.event_handlers)
+        for handler in self._event_handlers:  # its QoS warnings, run by the executor that runs the node
+            self._node.remove_waitable(handler)
+            node.add_waitable(handler)
         self._stop = self._node.create_guard_condition(_never_called)
         self._drained = threading.Event()
         self._closing = False
-        self._shutdown_hook = _stop_on_shutdown(self)
-        self._context.on_shutdown(self._shutdown_hook)
+        self._context.on_shutdown(self._on_context_shutdown)  # held weakly: it leaves with the leg
         self._thread = threading.Thread(target=self._wait, name=f"{self.topic_name} dds wait", daemon=True)
+        _live.add(self)
         self._thread.start()
 
     @property
@@ -58,17 +75,32 @@ class DdsLeg:
         return self._closing and not self._thread.is_alive()
 
     def close(self) -> None:
-        """Stop the waiter and withdraw the subscription (and its hidden node); messages not taken are dropped."""
+        """Stop the waiter and withdraw the subscription (and its hidden node); messages not taken are dropped.  A
+        drain under way ends after the message it hands over."""
         if self._node is None:
             return
-        self._closing = True
-        self._drained.set()
-        self._wake()
+        self._stop_waiter()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout=10.0)
+        for handler in self._event_handlers:  # back to the hidden node, whose destruction takes them
+            with contextlib.suppress(ValueError):
+                self._user_node.remove_waitable(handler)
+            self._node.add_waitable(handler)
+        self._event_handlers = []
         if not self._thread.is_alive():  # else it still waits on them: leave them to the process's end
             node, self._node = self._node, None
             node.destroy_node()
+        _live.discard(self)
+
+    def _stop_waiter(self) -> None:
+        self._closing = True
+        self._drained.set()
+        # rclpy's InvalidHandle, a RuntimeError: its guard condition is gone; the waiter has left then.
+        with contextlib.suppress(RuntimeError):
+            self._stop.trigger()
+
+    def _on_context_shutdown(self) -> None:
+        self._stop_waiter()
 
     # --- the waiter thread ------------------------------------------------------------------------------
 
@@ -88,17 +120,13 @@ class DdsLeg:
                     if self._closing or not self._context.ok():
                         return  # the context shut down under the wait
                     raise
+                if subscription.pointer not in wait_set.get_ready_entities("subscription"):
+                    continue
+                self._drained.clear()  # before the look at _closing: a stop after it sets it again
                 if self._closing or not self._context.ok():
                     return
-                if subscription.pointer in wait_set.get_ready_entities("subscription"):
-                    self._drained.clear()
-                    self._submit(self._drain)
-                    self._drained.wait()
-
-    def _wake(self) -> None:
-        # rclpy's InvalidHandle, a RuntimeError: the context shut down and destroyed it; the waiter has left then.
-        with contextlib.suppress(RuntimeError):
-            self._stop.trigger()
+                self._submit(self._drain)
+                self._drained.wait()
 
     # --- the delivery thread ----------------------------------------------------------------------------
 
@@ -114,7 +142,7 @@ class DdsLeg:
                     if taken is None:
                         return
                     self._on_serialized(taken[0])
-        except RuntimeError:  # rclpy's InvalidHandle: the context shut down under the take, which ends the leg
+        except RuntimeError:  # rclpy's InvalidHandle: the leg closed (or its context shut down) under the take
             if not self._closing:
                 raise
         finally:
@@ -125,15 +153,11 @@ def _never_called(*_args: Any) -> None:
     """The hidden node's callbacks: no executor spins it."""
 
 
-def _stop_on_shutdown(leg: DdsLeg) -> Callable[[], None]:
-    """A shutdown hook that stops ``leg``'s waiter without keeping ``leg`` alive."""
-    ref = weakref.ref(leg)
-
-    def hook() -> None:
-        found = ref()
-        if found is not None:
-            found._closing = True
-            found._drained.set()
-            found._wake()
-
-    return hook
+@atexit.register
+def _stop_every_waiter() -> None:
+    """Before the interpreter finalizes: a waiter that woke in rcl's wait after that would abort the process."""
+    legs = list(_live)
+    for leg in legs:
+        leg._stop_waiter()
+    for leg in legs:
+        leg._thread.join(timeout=_EXIT_JOIN)

@@ -92,6 +92,7 @@ class DirectReceiver:
                                  "callback_errors")
         self._work: collections.deque[Callable[[], None]] = collections.deque()
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self._wake_lock = threading.Lock()
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._wake_r, selectors.EVENT_READ)
         self._channels: dict[InstanceKey, _Channel] = {}
@@ -110,12 +111,11 @@ class DirectReceiver:
     def submit(self, work: Callable[[], None]) -> None:
         """Run ``work()`` on the delivery thread, after what was submitted before it."""
         self._work.append(work)
-        try:
-            os.write(self._wake_w, b"\0")
-        except BlockingIOError:
-            pass  # the pipe is full of wake-ups already: the thread is awake
-        except OSError:
-            pass  # closed: the receiver is closing and drops what is left
+        with self._wake_lock:  # not a number the thread's end closed and the process gave to another file since
+            if self._wake_w < 0:
+                return  # closed: the receiver drops what is left
+            with contextlib.suppress(BlockingIOError):  # the pipe is full of wake-ups already: the thread is awake
+                os.write(self._wake_w, b"\0")
 
     @property
     def on_delivery_thread(self) -> bool:
@@ -200,7 +200,9 @@ class DirectReceiver:
                 self._end(channel, None)
             self._selector.close()
             os.close(self._wake_r)
-            os.close(self._wake_w)
+            with self._wake_lock:
+                os.close(self._wake_w)
+                self._wake_w = -1
 
     def _drain_wake(self) -> None:
         try:

@@ -409,12 +409,12 @@ class TypedSubscription(Generic[V]):
     def close(self) -> None:
         """Stop delivering, withdraw both subscriptions and the local fallback blocks (views still held keep theirs)."""
         self._topic_check.cancel()
-        if self._receiver is not None:
-            self._receiver.close()
-        if self._dds_leg is not None:
+        if self._dds_leg is not None:  # first: no drain is handed to a receiver that closed
             self._dds_leg.close()
         else:
             self._node.destroy_subscription(self._subscription)
+        if self._receiver is not None:
+            self._receiver.close()
         if self._twin_subscription is not None:
             self._node.destroy_subscription(self._twin_subscription)
             self._twin_subscription = None
