@@ -161,3 +161,7 @@ def _stop_every_waiter() -> None:
         leg._stop_waiter()
     for leg in legs:
         leg._thread.join(timeout=_EXIT_JOIN)
+
+
+# A forked child has no waiter threads (fork copies only the forking one): nothing to stop at its exit.
+os.register_at_fork(after_in_child=_live.clear)
