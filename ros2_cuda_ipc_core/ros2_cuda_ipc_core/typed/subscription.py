@@ -210,21 +210,16 @@ class TypedSubscription(Generic[V]):
     # -- descriptors and twins ------------------------------------------------------------------------------
 
     def _on_descriptor(self, msg: Any, layout: Any = None) -> None:
-        """A descriptor from DDS (the executor's thread): handled here, or on the delivery thread when direct;
+        """A descriptor from DDS, on the thread that took it (the executor's; the delivery thread when direct);
         ``layout``: its checked layout, where a template gave it."""
         self._topic_check.cancel()
         self._arrived["dds"] += 1
-        if self._receiver is None or self._receiver.on_delivery_thread:
-            self._handle_descriptor(msg, layout)
-        elif int(msg.core.uid) <= self._last_uid.get(_instance(msg.core), 0):
-            self._dropped["duplicate"] += 1  # the direct path delivered it already: no hand-over for nothing
-        else:
-            self._receiver.submit(partial(self._handle_descriptor, msg, layout))
+        self._handle_descriptor(msg, layout)
 
     def _on_serialized(self, data: bytes) -> None:
-        """A serialized message from DDS (the executor's thread): one that repeats a template's layout is that
-        template with its header and core, and a copy of a frame the direct path delivered already costs a peek;
-        anything else is deserialized."""
+        """A serialized message from DDS (the executor's thread; the delivery thread when direct): one that repeats
+        a template's layout is that template with its header and core, and a copy of a frame the direct path
+        delivered already costs a peek; anything else is deserialized."""
         peeked = peek_message(data, self._message_type)
         if peeked is not None:
             core = peeked.core
