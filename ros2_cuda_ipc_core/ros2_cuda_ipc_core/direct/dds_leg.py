@@ -23,7 +23,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 #: Messages one drain takes before it lets the delivery thread turn to its channels again.
 TAKES_PER_DRAIN = 16
@@ -57,7 +57,8 @@ class DdsLeg:
         self._submit = submit
         self._subscription = self._node.create_subscription(message_type, self.topic_name, _never_called, qos,
                                                             raw=True)
-        self._event_handlers = list(self._subscription.event_handlers)
+        # A list of them; Jazzy's rclpy annotates it as one EventHandler.
+        self._event_handlers = list(cast("list[Any]", self._subscription.event_handlers))
         for handler in self._event_handlers:  # its QoS warnings, run by the executor that runs the node
             self._node.remove_waitable(handler)
             node.add_waitable(handler)
