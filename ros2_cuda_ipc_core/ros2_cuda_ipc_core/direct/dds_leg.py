@@ -51,7 +51,11 @@ class DdsLeg:
                                             namespace=node.get_namespace(), context=self._context,
                                             use_global_arguments=False, enable_rosout=False,
                                             start_parameter_services=False)
-        self._context.untrack_node(self._node)
+        # Kilted's context destroys the nodes it tracks at shutdown, before its shutdown callbacks: this one's
+        # handle is held by the waiter until the leg's own hook stops it.  Jazzy's tracks none.
+        untrack = getattr(self._context, "untrack_node", None)
+        if untrack is not None:
+            untrack(self._node)
         self._message_type = message_type
         self._on_serialized = on_serialized
         self._submit = submit
