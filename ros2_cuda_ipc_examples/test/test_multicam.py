@@ -32,6 +32,7 @@ def test_one_camera_and_reader_through_each_transport_prints_the_table(tmp_path)
     assert (saved["executor"], saved["cuda_wait"]) == ("single", "auto")
     for transport, row in saved["rows"].items():
         assert row["ok"] and row["bad"] == 0 and 0 < row["frames_checked"] <= row["frames_published"], (transport, row)
+        assert row["cut_by"] is None
         assert row["processes"] == 4  # two cameras and their readers, each its own process
         cells = rows[TRANSPORTS[transport]]
         assert (int(cells[-2]), int(cells[-1])) == (row["frames_checked"], row["bad"]), (cells, row)
@@ -77,7 +78,8 @@ def test_sigterm_cuts_the_running_transport_kills_its_nodes_and_runs_no_other(tm
         run.kill()
     assert run.returncode == 0 and "Traceback" not in err, out + err
     assert ("multicam: interrupted by SIGTERM: completed: none; cut short: ros2_cuda_ipc; not run: "
-            "ros2_cuda_ipc, direct, sensor_msgs/Image; wrote ") in out, out + err
+            "ros2_cuda_ipc (direct), sensor_msgs/Image; wrote ") in out, out + err
+    assert "cut short by SIGTERM: partial" in out, out
     saved = json.loads((tmp_path / "multicam.json").read_text())
     assert saved["partial"] == {"stopped_by": "SIGTERM", "completed": [], "cut": ["ipc"],
                                 "skipped": ["ipc-direct", "sensor_msgs"]}

@@ -83,6 +83,8 @@ def test_ctrl_c_counts_every_checked_frame_as_published_even_when_started_with_s
     assert len(tables) == 1, out  # not a terminal: the table once, at the end, not once a second
     summary = json.loads((tmp_path / "pipeline-summary.json").read_text())
     assert summary["interrupted"] and summary["frames_published"] > 0
+    assert summary["executor"] == (how[1] if how else "single")  # which ran: said in the summary and the banner
+    assert ("events executor" in out.splitlines()[0]) == bool(how), out
     for name, checked in summary["frames_checked"].items():
         assert checked <= summary["frames_published"], (name, checked, summary["frames_published"])
     nodes = summary["nodes"]  # inference reads what preprocess sends: it cannot have checked more (it did, once)

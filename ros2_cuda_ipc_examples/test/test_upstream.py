@@ -52,3 +52,23 @@ def test_a_consumer_says_when_nothing_comes_and_when_its_publisher_goes():
         encoder.send_signal(signal.SIGINT)
         out, _ = encoder.communicate(timeout=30)
     assert encoder.returncode == 0, out
+
+
+@pytest.mark.timeout(120)
+def test_a_consumer_waiting_counts_only_publishers_of_its_type():
+    """Before: ``inference_like`` on a GpuImage topic warned of the type, then said it waited with "1 publishers of
+    it now", as if that camera could deliver.  Now a publisher of another type is counted apart."""
+    camera = subprocess.Popen([*CAMERA[:-1], "__ns:=/upstream_type"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    inference = subprocess.Popen([sys.executable, "-m", "ros2_cuda_ipc_examples.nodes.inference", "--ros-args",
+                                  "-r", "__ns:=/upstream_type", "-r", "preprocessed:=image"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        lines = _read_until(inference, "waiting for the first message on /upstream_type/image (0 publishers of it "
+                                       "now; 1 of another type)")
+        assert any("not ros2_cuda_ipc_msgs/msg/GpuTensor" in line for line in lines), lines  # the core's check too
+    finally:
+        camera.kill()
+        inference.send_signal(signal.SIGINT)
+        out, _ = inference.communicate(timeout=30)
+    assert inference.returncode == 0, out

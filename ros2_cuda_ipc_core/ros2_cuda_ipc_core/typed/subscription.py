@@ -377,6 +377,11 @@ class TypedSubscription(Generic[V]):
 
     # -- what it did ---------------------------------------------------------------------------------------
 
+    @property
+    def message_type(self) -> type:
+        """The descriptor message it subscribes to on DDS (``GpuImage``, ``GpuTensor``, ...)."""
+        return self._message_type
+
     def routes(self) -> dict[str, Route]:
         """Each publisher's route so far, by pool id (hex) and, where two instances claim one id, its socket."""
         with self._lock:

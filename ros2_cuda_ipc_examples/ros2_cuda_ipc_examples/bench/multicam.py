@@ -36,7 +36,7 @@ from .whole_files import write_whole
 __all__ = ["TRANSPORTS", "main", "multicam_row", "print_rows"]
 
 #: The ways a frame can go from a camera to its readers (the ``transport`` parameter of both ends), and their labels.
-TRANSPORTS = {"ipc": "ros2_cuda_ipc", "ipc-direct": "ros2_cuda_ipc, direct", "sensor_msgs": "sensor_msgs/Image"}
+TRANSPORTS = {"ipc": "ros2_cuda_ipc", "ipc-direct": "ros2_cuda_ipc (direct)", "sensor_msgs": "sensor_msgs/Image"}
 
 
 def multicam_row(summary: dict[str, Any], fps: float) -> dict[str, Any]:
@@ -62,6 +62,7 @@ def multicam_row(summary: dict[str, Any], fps: float) -> dict[str, Any]:
         "frames_published": sum(report.get("out", 0) for report in nodes.values() if report.get("source")),
         "frames_checked": sum(summary["frames_checked"].values()),
         "bad": sum(report.get("bad", 0) for report in nodes.values()), "ok": summary["ok"],
+        "cut_by": summary.get("cut_by"),  # a run stopped before its end: its counts are not a whole run's
     }
 
 
@@ -181,7 +182,7 @@ def print_rows(rows: dict[str, dict[str, Any]]) -> None:
         print(f"  {TRANSPORTS[transport]:<22} {_cell(row['camera_cpu_ms_per_frame']):>11} "
               f"{_cell(row['reader_cpu_ms_per_frame']):>11} {_cell(row['cores']):>6} {row['processes']:>5} "
               f"{_cell(row['latency_p50_ms'], 1):>7} {_cell(row['latency_p99_ms'], 1):>7} {row['frames_checked']:>8} "
-              f"{row['bad']:>4}")
+              f"{row['bad']:>4}" + (f"   cut short by {row['cut_by']}: partial" if row.get("cut_by") else ""))
 
 
 def console_main() -> None:

@@ -129,7 +129,7 @@ class PipelineNode(Node):
     def subscribe(self, message_type: type, topic: str, callback: Callable[[Any], None], qos: int = 10) -> Any:
         """``create_subscription``, with an :class:`UpstreamWatch` that says when nothing comes or its publisher left,
         and core's topic check, which says when the topic is published as another type or not at all (a typo)."""
-        watch = UpstreamWatch(self, topic)
+        watch = UpstreamWatch(self, topic, message_type)
         check = check_topic(self, topic, message_type)
 
         def on_message(msg: Any) -> None:
@@ -191,6 +191,7 @@ class PipelineNode(Node):
 
         subscription = subscription_type(self, topic, on_view, qos, memory=memory,
                                          stream=gpu.stream if gpu is not None else None, **options)
+        watch.expect(subscription.message_type)  # before its first look (after first_wait s), on this thread
         self._subscriptions_read.append(subscription)
         return subscription
 

@@ -639,7 +639,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     pipeline = PIPELINES[args.pipeline](options)
     if args.trace:
         pipeline = traced(pipeline, options.out_dir)
-    mode = "composed in one container" if args.compose else "separate processes"
+    mode = ("composed in one container" if args.compose else "separate processes") + \
+        ("" if args.executor == "single" else f", {args.executor} executor")
     print(f"{pipeline.name}: {options.width}x{options.height} at {options.fps:g} fps, {mode}, "
           f"{options.memory} memory ({why})", flush=True)
     title = f"{pipeline.name} · {mode} · {options.memory} memory · {options.width}x{options.height}"
@@ -648,6 +649,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                record=args.record, restart=args.restart)
     except PipelineFailed as exc:
         return report_failure(pipeline.name, exc, options.out_dir)
+    summary["executor"] = args.executor  # every node's (the container's, composed)
     if args.trace:
         summary["tail_frames"] = tail_frames(pipeline, options.out_dir)
     path = write_summary(summary, options.out_dir)
