@@ -55,6 +55,24 @@ def test_cpu_per_frame_counts_this_process_s_work_since_the_steady_state_began()
     assert cpu.report(frames=20)["cpu_ms_per_frame"] is None  # no frame in the period
 
 
+def test_the_steady_cpu_split_by_thread_names_the_main_thread_and_accounts_for_ended_ones():
+    """Which threads a node's CPU a frame goes to: ``main`` (the executor and its callbacks), the others by kind,
+    and ``ended`` for threads gone since the steady state began; together they are the process's CPU."""
+    import threading
+
+    cpu = ProcessCpu()
+    cpu.steady_from_now(frames=0)
+    burner = threading.Thread(target=lambda: sum(i * i for i in range(600_000)))
+    burner.start()
+    burner.join()
+    sum(i * i for i in range(300_000))
+    report = cpu.report(frames=10)
+    split = report["cpu_ms_per_frame_steady_by_thread"]
+    assert split["ended"] > split["main"] > 0, split  # the ended thread burned twice what main did
+    assert abs(sum(split.values()) - report["cpu_ms_per_frame_steady"]) <= 0.05 * report["cpu_ms_per_frame_steady"]
+    assert list(split.values()) == sorted(split.values(), reverse=True) and len(split) <= 16
+
+
 def test_gc_pauses_are_counted():
     import gc
 

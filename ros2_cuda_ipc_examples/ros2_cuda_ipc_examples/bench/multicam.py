@@ -48,6 +48,8 @@ def multicam_row(summary: dict[str, Any], fps: float) -> dict[str, Any]:
 
     cameras = [steady_cpu(name) for name, report in nodes.items() if report.get("source")]
     readers = [steady_cpu(name) for name, report in nodes.items() if not report.get("source")]
+    reader_threads = [(report.get("cpu") or {}).get("cpu_ms_per_frame_steady_by_thread") or {}
+                      for report in nodes.values() if not report.get("source")]
     one_per_process = {report["pid"]: name for name, report in nodes.items()}
     per_process = [steady_cpu(name) for name in one_per_process.values()]
     latency = [report.get("latency_ms_steady") or {} for report in nodes.values() if not report.get("source")]
@@ -55,6 +57,7 @@ def multicam_row(summary: dict[str, Any], fps: float) -> dict[str, Any]:
     p99s = [entry["p99"] for entry in latency if entry.get("n")]
     return {
         "camera_cpu_ms_per_frame": _median(cameras), "reader_cpu_ms_per_frame": _median(readers),
+        "reader_cpu_ms_per_frame_by_thread": _median_by_kind(reader_threads),
         "cores": round(sum(value for value in per_process if value is not None) * fps / 1000, 3)
         if all(value is not None for value in per_process) else None,
         "processes": len(one_per_process),
@@ -69,6 +72,13 @@ def multicam_row(summary: dict[str, Any], fps: float) -> dict[str, Any]:
 def _median(values: list[float | None]) -> float | None:
     known = [value for value in values if value is not None]
     return round(statistics.median(known), 3) if known else None
+
+
+def _median_by_kind(splits: list[dict[str, float]]) -> dict[str, float]:
+    """Each thread kind's median over the nodes' splits (0 where a node has none of it), largest first."""
+    kinds = {kind for split in splits for kind in split}
+    medians = {kind: _median([split.get(kind, 0.0) for split in splits]) or 0.0 for kind in kinds}
+    return dict(sorted(medians.items(), key=lambda item: -item[1]))
 
 
 def _cell(value: float | None, digits: int = 2) -> str:
@@ -183,6 +193,10 @@ def print_rows(rows: dict[str, dict[str, Any]]) -> None:
               f"{_cell(row['reader_cpu_ms_per_frame']):>11} {_cell(row['cores']):>6} {row['processes']:>5} "
               f"{_cell(row['latency_p50_ms'], 1):>7} {_cell(row['latency_p99_ms'], 1):>7} {row['frames_checked']:>8} "
               f"{row['bad']:>4}" + (f"   cut short by {row['cut_by']}: partial" if row.get("cut_by") else ""))
+    print("  a reader's CPU ms a frame by thread (median of the readers; main: the executor and the callbacks):")
+    for transport, row in rows.items():
+        split = ", ".join(f"{kind} {ms:.2f}" for kind, ms in row["reader_cpu_ms_per_frame_by_thread"].items() if ms >= 0.005)
+        print(f"  {TRANSPORTS[transport]:<22} {split or '-'}")
 
 
 def console_main() -> None:

@@ -4,7 +4,8 @@ A short run's tail is mostly warm-up (the first pool import, torch's first kerne
 :class:`LatencySamples` keeps the first ``warmup_frames`` apart, so the steady state's p99 is not
 the first second's. :class:`ProcessCpu` reads the process's own CPU counters (user + system, every
 thread) at each report: milliseconds of CPU per frame and percent of one core, over the last period
-and since warm-up ended. Nodes composed in one process share these counters. :func:`gc_pauses`
+and since warm-up ended, the steady state's also by thread (:func:`thread_cpu`: is it the executor and the
+callbacks, or DDS's own threads?). Nodes composed in one process share these counters. :func:`gc_pauses`
 counts the collector's pauses (``gc.callbacks``), a usual suspect for a tail frame.
 :class:`FrameTrace` writes one JSON line a frame (``trace_path``): how long the frame waited for its
 callback since the camera's stamp (DDS and the executor's wake-up), the read (lease and import), the
@@ -17,13 +18,15 @@ from __future__ import annotations
 import gc
 import json
 import math
+import os
+import re
 import time
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
-__all__ = ["FrameTrace", "LatencySamples", "ProcessCpu", "gc_pauses", "percentiles", "tail_breakdown"]
+__all__ = ["FrameTrace", "LatencySamples", "ProcessCpu", "gc_pauses", "percentiles", "tail_breakdown", "thread_cpu"]
 
 _MAX_SAMPLES = 100_000
 
@@ -64,17 +67,64 @@ class LatencySamples:
                 "latency_ms_total": percentiles(self._warmup + self._steady)}
 
 
+_THREAD_KINDS = 16  # kinds of thread a report names at most
+_NUMBERED = re.compile(r"[.\d]+$")  # a thread name's instance number or port: dds.rx.7412 -> dds.rx
+
+
+def thread_cpu() -> dict[int, tuple[str, float]]:
+    """Each live thread of this process: its kind and its CPU seconds so far (``/proc/self/task/*/schedstat``, in
+    ns; {} where there is none).  The kind is ``main`` (the executor and the callbacks it runs), ``python`` (the
+    other threads named as the process is: Python's own, a direct subscription's), else the thread's name without
+    its number (Fast DDS's ``dds.rx``, ``dds.shm``, ``dds.ev``; the CUDA driver's)."""
+    main = os.getpid()
+    threads: dict[int, tuple[str, float]] = {}
+    try:
+        tids = [int(tid) for tid in os.listdir("/proc/self/task")]
+        with open("/proc/self/comm") as comm:
+            process_name = _NUMBERED.sub("", comm.read().strip())
+    except (OSError, ValueError):
+        return threads
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as stat:
+                nanoseconds = int(stat.read().split()[0])
+            with open(f"/proc/self/task/{tid}/comm") as comm:
+                name = _NUMBERED.sub("", comm.read().strip()) or "unnamed"
+        except (OSError, ValueError, IndexError):  # it ended meanwhile
+            continue
+        kind = "main" if tid == main else "python" if name == process_name else name
+        threads[tid] = (kind, nanoseconds / 1e9)
+    return threads
+
+
 class ProcessCpu:
     """CPU time of this process between reports, per frame and as a share of one core."""
 
     def __init__(self) -> None:
         self._last = (time.process_time(), time.monotonic(), 0)
         self._steady_from: tuple[float, int] | None = None
+        self._threads_from: dict[int, tuple[str, float]] = {}
 
     def steady_from_now(self, frames: int) -> None:
         """Warm-up is over: count the steady state's CPU from here (once)."""
         if self._steady_from is None:
             self._steady_from = (time.process_time(), frames)
+            self._threads_from = thread_cpu()
+
+    def _steady_by_thread(self, cpu: float, frames: int) -> dict[str, float]:
+        """The steady state's CPU ms a frame by thread kind; ``ended``: threads gone since (what the rest miss)."""
+        assert self._steady_from is not None
+        spent: dict[str, float] = {}
+        for tid, (kind, seconds) in thread_cpu().items():
+            before = self._threads_from.get(tid)
+            spent[kind] = spent.get(kind, 0.0) + seconds - (before[1] if before is not None and before[0] == kind else 0.0)
+        if spent:
+            spent["ended"] = max(0.0, cpu - self._steady_from[0] - sum(spent.values()))
+        largest = sorted(spent.items(), key=lambda item: -item[1])
+        if len(largest) > _THREAD_KINDS:  # a report stays small: the smallest kinds together
+            largest[_THREAD_KINDS - 1:] = [("other", sum(seconds for _, seconds in largest[_THREAD_KINDS - 1:]))]
+        count = frames - self._steady_from[1]
+        return {kind: round(seconds * 1e3 / count, 3) for kind, seconds in largest}
 
     def report(self, frames: int) -> dict[str, Any]:
         """``frames``: this node's frame count so far (in for a consumer, out for a source)."""
@@ -82,13 +132,14 @@ class ProcessCpu:
         last_cpu, last_wall, last_frames = self._last
         self._last = (cpu, wall, frames)
         period_frames = frames - last_frames
-        steady = None
+        steady = by_thread = None
         if self._steady_from is not None and frames > self._steady_from[1]:
             steady = round((cpu - self._steady_from[0]) * 1e3 / (frames - self._steady_from[1]), 3)
+            by_thread = self._steady_by_thread(cpu, frames)
         return {"cpu_s": round(cpu, 3),
                 "cpu_percent": round((cpu - last_cpu) * 100 / (wall - last_wall), 1) if wall > last_wall else None,
                 "cpu_ms_per_frame": round((cpu - last_cpu) * 1e3 / period_frames, 3) if period_frames > 0 else None,
-                "cpu_ms_per_frame_steady": steady}
+                "cpu_ms_per_frame_steady": steady, "cpu_ms_per_frame_steady_by_thread": by_thread}
 
 
 class _GcPauses:

@@ -9,7 +9,9 @@ cost is one pass over the input: time and memory a constant times the message's 
 
 :class:`ReportGate` then accepts only what the runner's own nodes sent (see :mod:`..nodes.report_signature`):
 signed with the run's key, from a node of the pipeline, by the process running it now, newer than that node's
-last report.  Anything else is counted by why, with one warning line the first time; nothing raises.
+last report.  Anything else is counted by why, with one warning line the first time; nothing raises, but for a
+report signed with the run's key that does not parse: only its own nodes hold the key, so that is a bug in one of
+them (:class:`OwnReportMalformed`), which a run must not outwait.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from typing import Any
 
 from ..nodes.report_signature import signed_body
 
-__all__ = ["COUNTERS", "MAX_DEPTH", "MAX_REPORT_CHARS", "Report", "ReportGate", "ReportRejected", "parse_report"]
+__all__ = ["COUNTERS", "MAX_DEPTH", "MAX_REPORT_CHARS", "OwnReportMalformed", "Report", "ReportGate", "ReportRejected",
+           "parse_report"]
 
 #: A genuine report is about 1 KiB (its lists are capped by the node); anything past this is not one.
 MAX_REPORT_CHARS = 32 * 1024
@@ -31,6 +34,8 @@ MAX_STRING = 512  # characters of one string in a report
 MAX_COUNT = 10**15  # no counter of a run gets near this
 MAX_PID = 1 << 22  # the kernel's pid_max ceiling
 MAX_PUBLISHERS = 64  # entries of in_by_publisher (a node keeps 16)
+MAX_THREAD_KINDS = 32  # entries of the CPU's split by thread (a node sends 16 at most)
+_BY_THREAD = "cpu_ms_per_frame_steady_by_thread"
 #: The counters a node's report holds since its process started.
 COUNTERS = ("in", "out", "checked", "bad", "stale", "lost", "gone")
 _NODE_NAME = re.compile(r"(?:/[A-Za-z_][A-Za-z0-9_]{0,254}){1,16}")
@@ -48,6 +53,11 @@ Report = dict[str, Any]
 class ReportRejected(ValueError):
     """A message on ``pipeline_stats`` that is not a report the runner can use; the text says why, in a few
     words, never quoting the message."""
+
+
+class OwnReportMalformed(RuntimeError):
+    """A report signed with the run's key (so sent by one of its nodes) that does not parse: a node's bug.  Ignoring
+    it would leave the run waiting for reports that never come."""
 
 
 def _reject_constant(name: str) -> float:
@@ -137,13 +147,22 @@ def _check_fields(report: Report) -> None:
     for key in _LATENCIES:
         if key in report and not _is_latency(report[key]):
             raise ReportRejected(f"{key!r} not percentiles and a count")
-    if "cpu" in report and not (isinstance(report["cpu"], dict)
-                                and all(v is None or _is_number(v) for v in report["cpu"].values())):
+    if "cpu" in report and not _is_cpu(report["cpu"]):
         raise ReportRejected("'cpu' not numbers")
     given = report.get("in_by_publisher", {})
     if not (isinstance(given, dict) and len(given) <= MAX_PUBLISHERS
             and all(_DECIMAL.fullmatch(pid) and _is_count(n) for pid, n in given.items())):
         raise ReportRejected("'in_by_publisher' not decimal pids and counts")
+
+
+def _is_cpu(section: Any) -> bool:
+    """Numbers (or null), and the steady state's split by thread: a bounded table of numbers (or null)."""
+    if not isinstance(section, dict):
+        return False
+    split = section.get(_BY_THREAD)
+    return all(v is None or _is_number(v) for k, v in section.items() if k != _BY_THREAD) and (
+        split is None or (isinstance(split, dict) and len(split) <= MAX_THREAD_KINDS
+        and all(_is_number(v) for v in split.values())))
 
 
 def _is_latency(section: Any) -> bool:
@@ -172,7 +191,11 @@ class ReportGate:
             body = signed_body(data, self.key) if isinstance(data, str) and len(data) <= MAX_REPORT_CHARS else None
             if body is None:
                 raise ReportRejected("not signed by this run (another pipeline in this namespace, or a forgery)")
-            report = parse_report(body)
+            try:
+                report = parse_report(body)
+            except ReportRejected as why:
+                raise OwnReportMalformed(f"one of this run's nodes sent a report that the runner cannot read ({why}): "
+                                         "a bug in that node") from None
             name = self._name(report["node"])
             if pid_of(name) != report["pid"]:
                 raise ReportRejected("from a process that does not run that node now")

@@ -47,7 +47,7 @@ from .arguments import add_run_arguments, options_from
 from .definitions import PIPELINES, Pipeline, PipelineOptions
 from .live_table import StatsTable
 from .namespace_claim import NamespaceTaken, claim_namespace
-from .reports import ReportGate
+from .reports import OwnReportMalformed, ReportGate
 from .request_pipe import RequestPipe
 from .restarts import RESTART_POLICIES, Restarts
 from .stacks import native_stacks
@@ -301,7 +301,10 @@ def run_pipeline(pipeline: Pipeline, options: PipelineOptions, *, compose: bool 
                                    "another --namespace") from None
         monitor = rclpy.create_node("pipeline_monitor", namespace=options.namespace)
         def on_stats(msg: String) -> None:
-            accepted = gate.accept(msg.data, lambda name: _pid_running(children, name, container))
+            try:
+                accepted = gate.accept(msg.data, lambda name: _pid_running(children, name, container))
+            except OwnReportMalformed as bug:  # its last reports would never count: the run would wait forever
+                raise PipelineFailed(f"{bug}; logs in {log_dir}") from None
             if accepted is not None:
                 table.add(*accepted)
 
