@@ -46,8 +46,9 @@ class ImageConsumer(PipelineNode):
         self.reader = ImageReader(node=self, topic=self.input_topic)
         self._probes: dict[tuple[int, int], tuple[Probe, Any, Any]] = {}
         self.prepare_gpu()
+        memory = self.parameter("memory")  # declared whatever the transport: only sensor_msgs frames use it
         if self.transport == "sensor_msgs":
-            self.upload_memory, why = choose_memory(self.parameter("memory"))
+            self.upload_memory, why = choose_memory(memory)
             self.get_logger().info(f"sensor_msgs/Image frames are uploaded to {self.upload_memory} memory ({why})")
         elif self.transport != "ipc":
             raise ParameterError(f"transport {self.transport!r} is not one of ipc, sensor_msgs")
