@@ -9,9 +9,10 @@ ran.  Its own turn is a few lines; the takes run on the delivery thread, between
 subscription's QoS event handlers (rclpy's "incompatible QoS" warnings) still run in the node's executor: they are
 rare and say what a plain subscription says.
 
-The hidden node is the leg's alone: its context does not track it (a shutdown would destroy its guard condition
-before the hook that uses it to stop the waiter runs), and every live leg's waiter is stopped before the interpreter
-finalizes (a thread that wakes in rcl's wait then would abort the process).
+The hidden node is the leg's alone: its context does not track it where contexts track nodes (Kilted's shutdown
+destroys them before the hook that uses its guard condition to stop the waiter runs; Jazzy's tracks none), and
+every live leg's waiter is stopped before the interpreter finalizes (a thread that wakes in rcl's wait then would
+abort the process).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class DdsLeg:
         self._stop = self._node.create_guard_condition(_never_called)
         self._drained = threading.Event()
         self._closing = False
-        self._context.on_shutdown(self._on_context_shutdown)  # held weakly: it leaves with the leg
+        self._context.on_shutdown(self._stop_waiter)  # held weakly: it leaves with the leg
         self._thread = threading.Thread(target=self._wait, name=f"{self.topic_name} dds wait", daemon=True)
         _live.add(self)
         self._thread.start()
@@ -103,9 +104,6 @@ class DdsLeg:
         # rclpy's InvalidHandle, a RuntimeError: its guard condition is gone; the waiter has left then.
         with contextlib.suppress(RuntimeError):
             self._stop.trigger()
-
-    def _on_context_shutdown(self) -> None:
-        self._stop_waiter()
 
     # --- the waiter thread ------------------------------------------------------------------------------
 
