@@ -185,6 +185,54 @@ def run_peer(role: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
+def test_a_message_waiting_behind_a_long_callback_does_not_spin_the_nodes_executor(node):
+    """Before: the subscription's QoS events were the node's; an event shares its DDS reader's status condition,
+    raised while a message waits untaken, so rclpy's executor, waiting on the event, woke at once for as long as the
+    delivery thread ran a callback: its thread burned the whole callback's length in CPU (6.9 ms of a 5 ms sleep a
+    frame on the CPU VM, ~2.5 ms a frame on the H100).  Now it sleeps out its timeout: a few wakeups in all."""
+    from rclpy.executors import SingleThreadedExecutor
+
+    topic = "dds_leg/spin"
+    publisher = node.create_publisher(String, topic, 100)
+    worker = Worker()
+    release = threading.Event()
+    got: list[str] = []
+    leg = DdsLeg(node, String, topic, 100, lambda data: got.append(deserialize_message(data, String).data),
+                 worker.submit)
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    spun: list[float] = []
+    stop = threading.Event()
+
+    def spin() -> None:  # the node's executor, as an application spins it
+        began = time.thread_time()
+        while not stop.is_set():
+            executor.spin_once(timeout_sec=0.25)
+        spun.append(time.thread_time() - began)
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    try:
+        assert until(lambda: publisher.get_subscription_count() == 1)
+        worker.submit(lambda: release.wait(timeout=10))  # a long callback: the message waits untaken behind it
+        spinner.start()
+        publisher.publish(String(data="behind"))
+        time.sleep(2.0)
+        stop.set()
+        spinner.join(timeout=5)
+        assert spun and spun[0] < 0.2, f"the executor's thread used {spun} s of CPU in 2 s of one waiting message"
+        assert got == []
+        release.set()
+        assert until(lambda: got == ["behind"]), got
+    finally:
+        stop.set()
+        release.set()
+        executor.remove_node(node)
+        executor.shutdown()
+        leg.close()
+        worker.close()
+        node.destroy_publisher(publisher)
+
+
 def test_the_interpreter_exits_cleanly_with_a_leg_never_closed_on_a_busy_topic():
     for _ in range(3):  # a waiter woken during finalization aborted it in 3 of 3 runs before the exit hook
         done = run_peer("exit_unclosed")

@@ -5,9 +5,14 @@ thread a turn that held the GIL for 80-120 us, while the delivery thread ran tha
 waited for it (decisions.md, "The direct subscriber's GIL wait").  So the subscription lives on a hidden node of its
 own, ``_<node>_direct_<pid>_<n>`` in the node's namespace, that no executor spins.  A waiter thread blocks in rcl's
 wait on it with the GIL released; when a message is in, it hands the delivery thread a drain and waits until that
-ran.  Its own turn is a few lines; the takes run on the delivery thread, between callbacks, never beside one.  The
-subscription's QoS event handlers (rclpy's "incompatible QoS" warnings) still run in the node's executor: they are
-rare and say what a plain subscription says.
+ran.  Its own turn is a few lines; the takes run on the delivery thread, between callbacks, never beside one.
+
+The subscription's QoS event handlers (rclpy's "incompatible QoS" warnings, what a plain subscription says) are in
+the waiter's wait set too, and their callbacks run on the delivery thread.  Not in the node's executor: an event
+shares its DDS reader's status condition, which stays raised while a message waits untaken, so rclpy's Python
+executor, waiting on the event alone, woke at once again and again for as long as a callback ran: on the H100 its
+thread burned ~2.5 ms of CPU a frame and a 4K direct callback's work took 1.7 ms instead of 0.5 (decisions.md,
+"A direct subscription's QoS events are its waiter's").
 
 The hidden node is the leg's alone: its context does not track it where contexts track nodes (Kilted's shutdown
 destroys them before the hook that uses its guard condition to stop the waiter runs; Jazzy's tracks none), and
@@ -24,6 +29,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
+from functools import partial
 from typing import Any, cast
 
 #: Messages one drain takes before it lets the delivery thread turn to its channels again.
@@ -45,7 +51,6 @@ class DdsLeg:
 
         self.topic_name: str = node.resolve_topic_name(topic)
         self._context = node.context
-        self._user_node = node
         # No global arguments: the name is resolved (remapped) already, and the node's parameters are not its own.
         # Its services make a long node name invalid (about 230 characters): the user's node's, cut, leaves room.
         self._node: Any = rclpy.create_node(f"_{node.get_name()[:100]}_direct_{os.getpid()}_{next(_numbers)}",
@@ -62,11 +67,8 @@ class DdsLeg:
         self._submit = submit
         self._subscription = self._node.create_subscription(message_type, self.topic_name, _never_called, qos,
                                                             raw=True)
-        # A list of them; Jazzy's rclpy annotates it as one EventHandler.
+        # Its QoS events, waited on by the waiter (a list; Jazzy's rclpy annotates it as one EventHandler).
         self._event_handlers = list(cast("list[Any]", self._subscription.event_handlers))
-        for handler in self._event_handlers:  # its QoS warnings, run by the executor that runs the node
-            self._node.remove_waitable(handler)
-            node.add_waitable(handler)
         self._stop = self._node.create_guard_condition(_never_called)
         self._drained = threading.Event()
         self._closing = False
@@ -88,11 +90,6 @@ class DdsLeg:
         self._stop_waiter()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout=10.0)
-        for handler in self._event_handlers:  # back to the hidden node, whose destruction takes them
-            with contextlib.suppress(ValueError):
-                self._user_node.remove_waitable(handler)
-            self._node.add_waitable(handler)
-        self._event_handlers = []
         if not self._thread.is_alive():  # else it still waits on them: leave them to the process's end
             node, self._node = self._node, None
             node.destroy_node()
@@ -110,19 +107,26 @@ class DdsLeg:
     def _wait(self) -> None:
         from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
-        subscription, stop = self._subscription.handle, self._stop.handle
-        with self._context.handle, subscription, stop:  # none is destroyed while it is waited on
-            wait_set = _rclpy.WaitSet(1, 1, 0, 0, 0, 0, self._context.handle)
+        subscription, stop, events = self._subscription.handle, self._stop.handle, self._event_handlers
+        with contextlib.ExitStack() as held:  # none is destroyed while it is waited on
+            for entity in (self._context.handle, subscription, stop, *events):
+                held.enter_context(entity)
+            wait_set = _rclpy.WaitSet(1, 1, 0, 0, 0, len(events), self._context.handle)
             while not self._closing:
                 wait_set.clear_entities()
                 wait_set.add_subscription(subscription)
                 wait_set.add_guard_condition(stop)
+                for event in events:
+                    event.add_to_wait_set(wait_set)
                 try:
-                    wait_set.wait(-1)  # the GIL is let go until a message (or the stop) is in
+                    wait_set.wait(-1)  # the GIL is let go until a message, an event (or the stop) is in
                 except Exception:
                     if self._closing or not self._context.ok():
                         return  # the context shut down under the wait
                     raise
+                for event in events:
+                    if event.is_ready(wait_set) and (taken := event.take_data()):
+                        self._submit(partial(event.callback, taken))
                 if subscription.pointer not in wait_set.get_ready_entities("subscription"):
                     continue
                 self._drained.clear()  # before the look at _closing: a stop after it sets it again
