@@ -1,57 +1,102 @@
 """A consumer says what is upstream: once 'waiting for the first message' on a topic nobody publishes, once
 'publisher ... gone' when its camera is killed, and once 'has a publisher again' when another starts."""
 
+import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
+
+from ros2_cuda_ipc_examples.pipelines.stacks import native_stacks
+from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL
 
 CAMERA = [sys.executable, "-m", "ros2_cuda_ipc_examples.nodes.camera", "--ros-args", "-p", "memory:=host", "-p",
           "width:=160", "-p", "height:=120", "-p", "fps:=10.0", "-r", "__ns:=/upstream"]
 ENCODER = [sys.executable, "-m", "ros2_cuda_ipc_examples.nodes.encoder", "--ros-args", "-r", "__ns:=/upstream"]
 
 
-def _read_until(process: subprocess.Popen, text: str, timeout: float = 60) -> list[str]:
-    """Lines of ``process``'s output up to the first holding ``text`` (fails after ``timeout`` s)."""
-    lines, deadline = [], time.monotonic() + timeout
-    assert process.stdout is not None
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        if text in line:
-            return lines
-    raise AssertionError(f"{text!r} never came:\n{''.join(lines)}")
+class _Child:
+    """A node's process whose output (stdout and stderr) is read line by line on a thread; it prints its threads'
+    stacks on STACKS_SIGNAL and ends with this process, as the pipeline runner starts its nodes."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        env={**os.environ, PARENT_PID_VARIABLE: str(os.getpid())})
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def read_until(self, text: str, timeout: float = 60) -> list[str]:
+        """Its lines up to the first holding ``text``.  After ``timeout`` s without it (on the H100 in session 20 a
+        blocking read waited 170 s for "gone" and said nothing), it fails with what the process printed and its
+        threads' stacks, Python's and, where gdb is, the C ones."""
+        lines: list[str] = []
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = self.lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if line is None:
+                raise AssertionError(f"{text!r} never came: it ended ({self.process.wait()}):\n{''.join(lines)}")
+            lines.append(line)
+            if text in line:
+                return lines
+        self.process.send_signal(STACKS_SIGNAL)
+        time.sleep(1.0)  # faulthandler writes them from its signal handler
+        lines += self._rest()
+        raise AssertionError(f"{text!r} never came in {timeout} s:\n{''.join(lines)}\n"
+                             f"{native_stacks(self.process.pid)}")
+
+    def stop(self) -> tuple[int, str]:
+        """SIGINT; its return code (killed if still running 30 s later) and what it printed since the last read."""
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        time.sleep(0.2)  # the pump's last lines
+        return self.process.returncode, "".join(self._rest())
+
+    def _rest(self) -> list[str]:
+        rest = []
+        while not self.lines.empty():
+            rest.append(self.lines.get() or "")
+        return rest
 
 
 @pytest.mark.timeout(180)
 def test_a_consumer_says_when_nothing_comes_and_when_its_publisher_goes():
-    encoder = subprocess.Popen([*ENCODER, "-r", "image:=imgae"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
+    encoder = _Child([*ENCODER, "-r", "image:=imgae"])
     try:
-        _read_until(encoder, "waiting for the first message on /upstream/imgae (0 publishers of it now)")
+        encoder.read_until("waiting for the first message on /upstream/imgae (0 publishers of it now)")
     finally:
-        encoder.send_signal(signal.SIGINT)
-        encoder.communicate(timeout=30)
+        encoder.stop()
 
-    encoder = subprocess.Popen(ENCODER, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    encoder = _Child(ENCODER)
     camera = subprocess.Popen(CAMERA, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(8)  # frames flow
         camera.kill()  # a crash: no goodbye
         camera.wait(timeout=10)
-        lines = _read_until(encoder, "publisher of /upstream/image gone after ")
+        lines = encoder.read_until("publisher of /upstream/image gone after ")
         assert not any("waiting for the first message" in line for line in lines), lines  # frames had come
         camera = subprocess.Popen(CAMERA, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _read_until(encoder, "/upstream/image has a publisher again")
+        encoder.read_until("/upstream/image has a publisher again")
     finally:
         camera.kill()
-        encoder.send_signal(signal.SIGINT)
-        out, _ = encoder.communicate(timeout=30)
-    assert encoder.returncode == 0, out
+        returncode, out = encoder.stop()
+    assert returncode == 0, out
 
 
 @pytest.mark.timeout(120)
@@ -60,15 +105,13 @@ def test_a_consumer_waiting_counts_only_publishers_of_its_type():
     it now", as if that camera could deliver.  Now a publisher of another type is counted apart."""
     camera = subprocess.Popen([*CAMERA[:-1], "__ns:=/upstream_type"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
-    inference = subprocess.Popen([sys.executable, "-m", "ros2_cuda_ipc_examples.nodes.inference", "--ros-args",
-                                  "-r", "__ns:=/upstream_type", "-r", "preprocessed:=image"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    inference = _Child([sys.executable, "-m", "ros2_cuda_ipc_examples.nodes.inference", "--ros-args",
+                        "-r", "__ns:=/upstream_type", "-r", "preprocessed:=image"])
     try:
-        lines = _read_until(inference, "waiting for the first message on /upstream_type/image (0 publishers of it "
+        lines = inference.read_until("waiting for the first message on /upstream_type/image (0 publishers of it "
                                        "now; 1 of another type)")
         assert any("not ros2_cuda_ipc_msgs/msg/GpuTensor" in line for line in lines), lines  # the core's check too
     finally:
         camera.kill()
-        inference.send_signal(signal.SIGINT)
-        out, _ = inference.communicate(timeout=30)
-    assert inference.returncode == 0, out
+        returncode, out = inference.stop()
+    assert returncode == 0, out
