@@ -16,18 +16,22 @@ from ros2_cuda_ipc_tools import PARENT_PID_VARIABLE, STACKS_SIGNAL
 
 CAMERA = [sys.executable, "-m", "ros2_cuda_ipc_examples.nodes.camera", "--ros-args", "-p", "memory:=host", "-p",
           "width:=160", "-p", "height:=120", "-p", "fps:=10.0", "-r", "__ns:=/upstream"]
-ENCODER = [sys.executable, "-m", "ros2_cuda_ipc_examples.nodes.encoder", "--ros-args", "-r", "__ns:=/upstream"]
+# Started as the pipeline runner starts its nodes (run_component's command line): they end with this process and
+# print their threads' stacks on STACKS_SIGNAL.
+COMPONENT = [sys.executable, "-m", "ros2_cuda_ipc_tools.components.run_component"]
+ENCODER = [*COMPONENT, "ros2_cuda_ipc_examples::EncoderLike", "--ros-args", "-r", "__ns:=/upstream"]
 
 
 class _Child:
-    """A node's process whose output (stdout and stderr) is read line by line on a thread; it prints its threads'
-    stacks on STACKS_SIGNAL and ends with this process, as the pipeline runner starts its nodes."""
+    """A node's process (run_component's command line) whose output, stdout and stderr, is read line by line on a
+    thread."""
 
     def __init__(self, command: list[str]) -> None:
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                         env={**os.environ, PARENT_PID_VARIABLE: str(os.getpid())})
         self.lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
+        self._pumping = threading.Thread(target=self._pump, daemon=True)
+        self._pumping.start()
 
     def _pump(self) -> None:
         assert self.process.stdout is not None
@@ -65,7 +69,7 @@ class _Child:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        time.sleep(0.2)  # the pump's last lines
+        self._pumping.join(timeout=5)  # its last lines
         return self.process.returncode, "".join(self._rest())
 
     def _rest(self) -> list[str]:
@@ -105,7 +109,7 @@ def test_a_consumer_waiting_counts_only_publishers_of_its_type():
     it now", as if that camera could deliver.  Now a publisher of another type is counted apart."""
     camera = subprocess.Popen([*CAMERA[:-1], "__ns:=/upstream_type"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
-    inference = _Child([sys.executable, "-m", "ros2_cuda_ipc_examples.nodes.inference", "--ros-args",
+    inference = _Child([*COMPONENT, "ros2_cuda_ipc_examples::InferenceLike", "--ros-args",
                         "-r", "__ns:=/upstream_type", "-r", "preprocessed:=image"])
     try:
         lines = inference.read_until("waiting for the first message on /upstream_type/image (0 publishers of it "

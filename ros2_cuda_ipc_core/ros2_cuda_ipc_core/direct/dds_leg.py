@@ -10,9 +10,11 @@ ran.  Its own turn is a few lines; the takes run on the delivery thread, between
 The subscription's QoS event handlers (rclpy's "incompatible QoS" warnings, what a plain subscription says) are in
 the waiter's wait set too, and their callbacks run on the delivery thread.  Not in the node's executor: an event
 shares its DDS reader's status condition, which stays raised while a message waits untaken, so rclpy's Python
-executor, waiting on the event alone, woke at once again and again for as long as a callback ran: on the H100 its
-thread burned ~2.5 ms of CPU a frame and a 4K direct callback's work took 1.7 ms instead of 0.5 (decisions.md,
-"A direct subscription's QoS events are its waiter's").
+executor, waiting on the event alone, woke at once again and again for as long as a callback ran: on the H100 a 4K
+direct subscriber's process used 2.5 ms more CPU a frame on it than on the events executor, and its callback's work
+took 1.7 ms instead of 0.5 (decisions.md, "A direct subscription's QoS events are its waiter's").  An event whose
+take fails is said once and waited on no more: the waiter must live, and a raised condition left untaken would spin
+it.
 
 The hidden node is the leg's alone: its context does not track it where contexts track nodes (Kilted's shutdown
 destroys them before the hook that uses its guard condition to stop the waiter runs; Jazzy's tracks none), and
@@ -25,12 +27,15 @@ from __future__ import annotations
 import atexit
 import contextlib
 import itertools
+import logging
 import os
 import threading
 import weakref
 from collections.abc import Callable
 from functools import partial
 from typing import Any, cast
+
+log = logging.getLogger("ros2_cuda_ipc")
 
 #: Messages one drain takes before it lets the delivery thread turn to its channels again.
 TAKES_PER_DRAIN = 16
@@ -124,9 +129,17 @@ class DdsLeg:
                     if self._closing or not self._context.ok():
                         return  # the context shut down under the wait
                     raise
-                for event in events:
-                    if event.is_ready(wait_set) and (taken := event.take_data()):
-                        self._submit(partial(event.callback, taken))
+                for event in list(events):
+                    if event.is_ready(wait_set):
+                        try:
+                            taken = event.take_data()
+                        except Exception as exc:  # rclpy's RCLError for a failed take
+                            events.remove(event)
+                            log.warning("%s: a QoS event of the subscription could not be taken (%s); its events "
+                                        "are no longer watched", self.topic_name, exc)
+                            continue
+                        if taken:
+                            self._submit(partial(event.callback, taken))
                 if subscription.pointer not in wait_set.get_ready_entities("subscription"):
                     continue
                 self._drained.clear()  # before the look at _closing: a stop after it sets it again
