@@ -129,17 +129,20 @@ class DdsLeg:
                     if self._closing or not self._context.ok():
                         return  # the context shut down under the wait
                     raise
-                for event in list(events):
+                failed = None  # no copy of the list per wake: a failed event is removed after the loop
+                for event in events:
                     if event.is_ready(wait_set):
                         try:
                             taken = event.take_data()
                         except Exception as exc:  # rclpy's RCLError for a failed take
-                            events.remove(event)
+                            failed = event
                             log.warning("%s: a QoS event of the subscription could not be taken (%s); its events "
                                         "are no longer watched", self.topic_name, exc)
-                            continue
+                            break
                         if taken:
                             self._submit(partial(event.callback, taken))
+                if failed is not None:
+                    events.remove(failed)
                 if subscription.pointer not in wait_set.get_ready_entities("subscription"):
                     continue
                 self._drained.clear()  # before the look at _closing: a stop after it sets it again
