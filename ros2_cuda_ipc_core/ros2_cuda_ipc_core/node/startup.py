@@ -55,6 +55,15 @@ def hold_stops_while_starting() -> None:
 
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, stop)
+    # A stop that lands where Python swallows exceptions (a destructor, importlib's module-lock weakref callback)
+    # printed "Exception ignored ... SystemExit: 0" with a traceback, though it is noted here and the runner ends.
+    previous = sys.unraisablehook
+
+    def quiet_stops(unraisable: sys.UnraisableHookArgs) -> None:
+        if not isinstance(unraisable.exc_value, SystemExit):
+            previous(unraisable)
+
+    sys.unraisablehook = quiet_stops
     _held = held
 
 
