@@ -27,6 +27,9 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_LOCALHOST_ONLY", "1")
 os.environ.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "0")
 
+# A suite job's failures are written when they happen (test_support/failure_at_once.py).
+pytest_plugins = ["failure_at_once"]
+
 
 @pytest.fixture(scope="module")
 def node():

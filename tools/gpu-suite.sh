@@ -155,6 +155,9 @@ temp_root=/tmp/gs-$$
 rm -rf "$temp_root"; mkdir -p "$temp_root"
 echo "gpu-suite: ${#files[@]} parallel jobs$( (( gpu_only )) && echo " (--gpu-only: ${#selected[@]} tests)"), $jobs at a time, after ${#alone[@]} alone; ${per_file} s a job, ${budget} s in all; logs in $logs/"
 echo "gpu-suite: /dev/shm: $(shm_line)"
+# The machine as the first job meets it: a run after other work has found it busy (session 9) or not (session 21).
+echo "gpu-suite: load average $(cut -d' ' -f1-3 /proc/loadavg); the busiest processes now:"
+top -b -n 2 -d 0.5 -w 160 2>/dev/null | awk '/^top -/ { frame++ } frame == 2' | sed -n '8,12p' | sed 's/^/  /'
 users=$(gpu_users)
 [[ -z "$users" ]] || printf 'gpu-suite: already holding the GPU before the first job (their load and their DDS traffic\nmeet the tests; a hang in an earlier run leaves such processes):\n%s\n' "$users"
 

@@ -147,3 +147,21 @@ def test_jobs_start_longest_first_by_the_table_of_seconds(tmp_path):
     out = suite.communicate(timeout=120)[0]
     jobs = [line.split()[3] for line in out.splitlines() if line.startswith("ok ")]  # ok, seconds, s, the job
     assert jobs == ["test_c.py", "test_b.py", "test_a.py"], out
+
+
+def test_a_failure_before_a_hang_is_in_the_log_of_a_job_cut_at_its_limit(tmp_path):
+    """A job cut at its limit is killed without pytest's summary: its earlier failures are written when they happen
+    (test_support/failure_at_once.py), here the reason of the first test's failure before the second's hang."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["failure_at_once"]\n')
+    test = tmp_path / "ros2_cuda_ipc_core" / "test" / "test_fails_then_hangs.py"
+    test.parent.mkdir(parents=True)
+    test.write_text("import signal\nimport time\n\n\ndef test_fails():\n    assert 6 * 7 == 41, 'the reason, kept'\n\n\n"
+                    "def test_hangs():\n    signal.signal(signal.SIGINT, signal.SIG_IGN)\n    time.sleep(300)\n")
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "test_support"), os.environ.get("PYTHONPATH")]))}
+    suite = _suite("-j", "1", "-t", "15", "-T", "100", logs=tmp_path / "logs", cwd=tmp_path, env=env)
+    out = suite.communicate(timeout=200)[0]
+    assert suite.returncode == 1 and "cut at its time limit" in out, out
+    log = (tmp_path / "logs" / "ros2_cuda_ipc_core_test_test_fails_then_hangs.log").read_text()
+    assert "failed, at once (call): ros2_cuda_ipc_core/test/test_fails_then_hangs.py::test_fails" in log, log
+    assert "the reason, kept" in log and "short test summary" not in log, log
