@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from gl_marks import needs_egl
 from gpu_marks import needs_gpu
+from machine_state import machine_state
 from viewer_peer import CLOUD_POINTS, ViewerPeer, image_pattern
 
 pytestmark = [needs_gpu, needs_egl]
@@ -76,13 +77,17 @@ def _viewer_beside(tmp_path: Path, peer: tuple[str, ...], **parameters) -> Itera
 
 
 def _timed(longest: dict[str, float], name: str, call):
-    """``call``, keeping the longest time it took under ``name``: which of the viewer's steps a stall is in."""
+    """``call``, keeping the longest time it took under ``name`` and how many calls took over 0.5 s (``name`` +
+    " over 0.5 s"): which of the viewer's steps a stall is in, and whether it is one stall or every frame."""
     def timed(*args, **kwargs):
         began = time.monotonic()
         try:
             return call(*args, **kwargs)
         finally:
-            longest[name] = max(longest.get(name, 0.0), time.monotonic() - began)
+            took = time.monotonic() - began
+            longest[name] = max(longest.get(name, 0.0), took)
+            if took > 0.5:
+                longest[f"{name} over 0.5 s"] = longest.get(f"{name} over 0.5 s", 0) + 1
     return timed
 
 
@@ -106,7 +111,8 @@ def _spin_until_drawn(viewer, frames: int, timeout: float = 30.0) -> None:
             pytest.fail(f"only {[s.drawn for s in viewer.streams]} frames drawn in {timeout} s; the viewer's stats: "
                         f"{json.dumps(stats, default=str)}; last problems: {[s.last_problem for s in viewer.streams]}; "
                         f"{len(slow)} executor turns over 0.2 s, the longest {max(slow, default=0):.2f} s; the longest "
-                        f"steps: {json.dumps({k: round(v, 3) for k, v in longest.items()})}")
+                        f"steps: {json.dumps({k: round(v, 3) for k, v in longest.items()})}; the machine then:\n"
+                        f"{machine_state()}")
         began = time.monotonic()
         executor.spin_once(timeout_sec=0.1)
         if time.monotonic() - began > 0.2:
