@@ -165,3 +165,10 @@ def test_a_failure_before_a_hang_is_in_the_log_of_a_job_cut_at_its_limit(tmp_pat
     log = (tmp_path / "logs" / "ros2_cuda_ipc_core_test_test_fails_then_hangs.log").read_text()
     assert "failed, at once (call): ros2_cuda_ipc_core/test/test_fails_then_hangs.py::test_fails" in log, log
     assert "the reason, kept" in log and "short test summary" not in log, log
+
+
+def test_help_is_the_whole_header():
+    shown = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=30)
+    assert shown.returncode == 0 and shown.stdout.startswith("The whole test suite in one call"), shown.stdout
+    assert shown.stdout.rstrip().endswith("workspace's environment sourced."), shown.stdout
+    assert "JOBS (default: one a CPU core" in shown.stdout, shown.stdout
