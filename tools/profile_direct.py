@@ -34,7 +34,9 @@ import threading
 import time
 from typing import Any
 
-from ros2_cuda_ipc_core.measure_cost import WARMUP_FRAMES, percentile
+from step_timer import WARMUP_FRAMES, spin_until_subscribed
+
+from ros2_cuda_ipc_core.measure_cost import percentile
 
 TOPIC = "ros2_cuda_ipc_profile_direct/image"
 BOUNDARIES = ("stamp -> direct send", "send -> delivery thread reads", "read -> frame handed over",
@@ -67,12 +69,7 @@ def publish(memory: str, rate: float, count: int, width: int, height: int, out: 
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
-        deadline = time.monotonic() + 30
-        while camera.subscription_count < 1 and time.monotonic() < deadline:
-            executor.spin_once(timeout_sec=0.05)
-        end = time.monotonic() + 1.0
-        while time.monotonic() < end:
-            executor.spin_once(timeout_sec=0.05)
+        spin_until_subscribed(executor, camera)
         period, start = 1.0 / rate, time.monotonic()
         for seq in range(count):
             frame = camera.borrow(timeout=1.0)

@@ -58,6 +58,7 @@ def publish(rate: float, count: int) -> int:
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
     from std_msgs.msg import Header
+    from step_timer import spin_until_subscribed
 
     from ros2_cuda_ipc_image import ImagePublisher
 
@@ -66,12 +67,7 @@ def publish(rate: float, count: int) -> int:
     camera = ImagePublisher(node, TOPIC, width=WIDTH, height=HEIGHT, encoding="rgb8", memory="host", fallback=False)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    deadline = time.monotonic() + 30
-    while camera.subscription_count < 1 and time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.05)
-    end = time.monotonic() + 1.0
-    while time.monotonic() < end:
-        executor.spin_once(timeout_sec=0.05)
+    spin_until_subscribed(executor, camera)
     picture = np.zeros((HEIGHT, WIDTH, 3), np.uint8)
     period, start = 1.0 / rate, time.monotonic()
     for seq in range(count):

@@ -1,5 +1,6 @@
 """Step timers for the developer profiles (``profile_read.py``, ``profile_publish.py``): wrap a function or a
-driver call so its time adds to the current frame's, run a frame function at a camera's rate, print the table.
+driver call so its time adds to the current frame's, run a frame function at a camera's rate, print the table; and
+for the two-process profiles (``profile_gil_wait.py``, ``profile_direct.py``), a publisher's wait for its subscriber.
 
 Not part of the packages; the profiles import it from their own folder.
 """
@@ -15,7 +16,8 @@ from typing import Any
 
 from ros2_cuda_ipc_core.measure_cost import WARMUP_FRAMES, percentile
 
-__all__ = ["WARMUP_FRAMES", "at_rate", "frame_ns", "print_table", "step_calls", "timed", "wrap_attribute"]
+__all__ = ["WARMUP_FRAMES", "at_rate", "frame_ns", "print_table", "spin_until_subscribed", "step_calls", "timed",
+           "wrap_attribute"]
 
 #: Nanoseconds each wrapped step took in the current frame (a profile clears it at each frame's start).
 frame_ns: collections.Counter[str] = collections.Counter()
@@ -77,3 +79,14 @@ def print_table(rows: list[dict[str, float]], title: str) -> None:
         values = [row.get(label, 0.0) for row in rows]
         per_frame = step_calls[label] / max(1, len(rows) + WARMUP_FRAMES) if label in step_calls else 1.0
         print(f"{label:52} {per_frame:11.2f} {percentile(values, 50):8.1f} {percentile(values, 90):8.1f}")
+
+
+def spin_until_subscribed(executor: Any, publisher: Any, seconds: float = 30.0, settle: float = 1.0) -> None:
+    """Spin ``executor`` until ``publisher`` has a subscription (at most ``seconds``), then ``settle`` seconds more, so
+    the subscriber's side of discovery is done too before the first frame."""
+    deadline = time.monotonic() + seconds
+    while publisher.subscription_count < 1 and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
+    end = time.monotonic() + settle
+    while time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.05)
