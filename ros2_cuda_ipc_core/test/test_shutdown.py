@@ -118,6 +118,32 @@ def test_run_tool_stops_on_a_signal_even_when_started_with_sigint_ignored(stop, 
     assert out.strip() == f"stopped by {said}" and "Traceback" not in err
 
 
+def _converted_by_an_extension() -> None:
+    """What pybind11 does with a KeyboardInterrupt raised while it converts a call's argument (rclpy's take on
+    Jazzy, a CI run of tools/profile_delivery.py): it reports a RuntimeError instead."""
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # the handler raises here at once
+    except KeyboardInterrupt:
+        raise RuntimeError("Unable to convert call argument '0' to Python object") from None
+
+
+def test_run_tool_takes_an_exception_a_stop_became_for_that_stop():
+    from ros2_cuda_ipc_core import run_tool
+
+    assert run_tool(_converted_by_an_extension) == 0
+
+
+def test_run_tool_lets_an_error_without_a_stop_through():
+    from ros2_cuda_ipc_core import run_tool
+
+    def failing() -> None:
+        raise RuntimeError("a real error")
+
+    with pytest.raises(RuntimeError, match="a real error"):
+        run_tool(failing)
+
+
 @pytest.mark.parametrize("kind", ["SingleThreadedExecutor", "MultiThreadedExecutor"])
 def test_a_ctrl_c_inside_an_executors_construction_leaves_no_error_behind(kind, monkeypatch):
     """rclpy's Executor.__del__ reads an attribute its __init__ sets late: a KeyboardInterrupt raised before that

@@ -136,14 +136,29 @@ def _stop_exceptions() -> tuple[type[BaseException], ...]:
 
 
 def run_tool(main: Callable[[], int | None]) -> int:
-    """Run a command-line tool's ``main``; SIGINT / SIGTERM end it with exit code 0 and no traceback."""
+    """Run a command-line tool's ``main``; SIGINT / SIGTERM end it with exit code 0 and no traceback.
+
+    The stop's ``KeyboardInterrupt`` may come out as another exception: raised while a C extension runs Python code,
+    it is that extension's to report, and pybind11 reports one raised while it converts a call's argument as a
+    ``RuntimeError`` ("Unable to convert call argument", rclpy's take on Jazzy, a CI run).  Any exception after a
+    stop signal is that stop."""
+    stops: list[int] = []
+
+    def note_then_interrupt(signum: int, frame: FrameType | None) -> None:
+        stops.append(signum)
+        _interrupt(signum, frame)
+
     try:
-        with stop_signals_interrupt():
+        with _stop_signals_to(note_then_interrupt):
             if stops_while_starting():
                 return 0
             return int(main() or 0)
     except _stop_exceptions():
         return 0
+    except Exception:
+        if stops:
+            return 0
+        raise
 
 
 @contextmanager
