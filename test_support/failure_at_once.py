@@ -5,24 +5,26 @@ hangs, and then prints no summary: what failed before the hang, and why, would b
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if not report.failed or not os.environ.get("GPU_SUITE_JOB"):
-        return
-    terminal = _CONFIG[0].pluginmanager.get_plugin("terminalreporter") if _CONFIG else None
-    if terminal is not None:
-        terminal.ensure_newline()
-        terminal.write_sep("!", f"failed, at once ({report.when}): {report.nodeid}")
-        terminal.write_line(report.longreprtext)
-        terminal.write_sep("!", "the job goes on")
+class _WriteFailuresAtOnce:
+    def __init__(self, terminal: Any) -> None:
+        self._terminal = terminal
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed:
+            self._terminal.ensure_newline()
+            self._terminal.write_sep("!", f"failed, at once ({report.when}): {report.nodeid}")
+            self._terminal.write_line(report.longreprtext)
+            self._terminal.write_sep("!", "the job goes on")
 
 
-_CONFIG: list[pytest.Config] = []
-
-
+@pytest.hookimpl(trylast=True)  # after the terminal reporter is registered (in its own pytest_configure)
 def pytest_configure(config: pytest.Config) -> None:
-    _CONFIG[:] = [config]
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if os.environ.get("GPU_SUITE_JOB") and terminal is not None:
+        config.pluginmanager.register(_WriteFailuresAtOnce(terminal), "failure_at_once_writer")

@@ -21,11 +21,9 @@ def machine_state() -> str:
             parts.append(f"load average {' '.join(f.read().split()[:3])}")
     except OSError as exc:
         parts.append(f"load average: unreadable ({exc.strerror})")
-    top = _run(["top", "-b", "-c", "-n", "2", "-d", "0.5", "-w", "200"])
-    if top is not None:
-        frames = top.split("\ntop - ")
-        rows = frames[-1].splitlines()[6:17] if len(frames) > 1 else []
-        parts.append("busiest processes:\n" + "\n".join(f"  {row}" for row in rows))
+    frames = _run(["top", "-b", "-c", "-n", "2", "-d", "0.5", "-w", "200"]).split("\ntop - ")
+    rows = frames[-1].splitlines()[6:17] if len(frames) > 1 else [f"(top: {frames[0]})"]
+    parts.append("busiest processes:\n" + "\n".join(f"  {row}" for row in rows))
     if shutil.which("nvidia-smi") is None:
         parts.append("nvidia-smi: not here")
     else:
@@ -35,7 +33,7 @@ def machine_state() -> str:
     return "\n".join(parts)
 
 
-def _run(command: list[str]) -> str | None:
+def _run(command: list[str]) -> str:
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired) as exc:
