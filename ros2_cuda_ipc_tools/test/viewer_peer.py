@@ -87,18 +87,23 @@ def _run_until_stopped(publisher: Any, publish: Callable[[], int], fps: float = 
     _step(f"publishing from {publisher.pool.memory} memory")
     sent, deadline, period = 0, time.monotonic() + 120, 1.0 / fps
     next_frame = time.monotonic()
+    matched = 0
     try:
         while not _stops and time.monotonic() < deadline:
             sent += publish()
             if sent == 1:
                 _step("first frame sent")
+            if publisher.subscription_count != matched:  # when the viewer was discovered: late frames or late DDS
+                matched = publisher.subscription_count
+                _step(f"{matched} subscription(s) matched after {sent} frames")
             next_frame += period
             time.sleep(max(0.0, next_frame - time.monotonic()))
     except KeyboardInterrupt:
         pass
     _teardown.enter_context(teardown_bounded())
     _step(f"stop noted ({'SIGTERM' if _stops else 'deadline or Ctrl-C'}) after {sent} frames; "
-          f"{publisher.subscription_count} subscription(s) matched")
+          f"{publisher.subscription_count} subscription(s) matched; the pool's counters: "
+          f"{ {k: v for k, v in publisher.pool.stats().items() if v} }")
     unmatched_by = time.monotonic() + UNMATCH_WAIT
     while publisher.subscription_count and time.monotonic() < unmatched_by:
         time.sleep(0.05)
