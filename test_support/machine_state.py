@@ -6,6 +6,7 @@ doing.  Each part is bounded (a few seconds) and says why it is missing rather t
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -14,7 +15,8 @@ _GPU_QUERY = ("clocks.sm,clocks.mem,temperature.gpu,power.draw,utilization.gpu,m
 
 
 def machine_state() -> str:
-    """Load average, the ten busiest processes (over half a second), the GPU's clocks, throttling and users."""
+    """Load average, the ten busiest processes (over half a second), memory and disks, the GPU's clocks, throttling
+    and users."""
     parts = []
     try:
         with open("/proc/loadavg") as f:
@@ -24,6 +26,7 @@ def machine_state() -> str:
     frames = _run(["top", "-b", "-c", "-n", "2", "-d", "0.5", "-w", "200"]).split("\ntop - ")
     rows = frames[-1].splitlines()[6:17] if len(frames) > 1 else [f"(top: {frames[0]})"]
     parts.append("busiest processes:\n" + "\n".join(f"  {row}" for row in rows))
+    parts.append(_memory_and_disks())
     if shutil.which("nvidia-smi") is None:
         parts.append("nvidia-smi: not here")
     else:
@@ -31,6 +34,28 @@ def machine_state() -> str:
         apps = _run(["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv"])
         parts.append(f"GPU:\n{gpu}\nGPU processes:\n{apps}")
     return "\n".join(parts)
+
+
+def _memory_and_disks() -> str:
+    """Memory free, pages not yet written back (a suite writes gigabytes of bags), and how full /tmp and /dev/shm
+    are (Fast DDS's segments of killed processes stay in /dev/shm)."""
+    try:
+        with open("/proc/meminfo") as f:
+            kib = {line.split(":")[0]: int(line.split()[1]) for line in f if line.split()[1:2] != []}
+        memory = ", ".join(f"{name} {kib[name] // 1024} MiB" for name in ("MemAvailable", "Dirty", "Writeback")
+                           if name in kib)
+    except (OSError, ValueError, IndexError) as exc:
+        memory = f"unreadable ({exc})"
+    disks = []
+    for path in ("/tmp", "/dev/shm"):
+        try:
+            usage = shutil.disk_usage(path)
+            files = len(os.listdir(path))
+        except OSError as exc:
+            disks.append(f"{path} unreadable ({exc.strerror})")
+            continue
+        disks.append(f"{path} {usage.used >> 20} of {usage.total >> 20} MiB used, {files} entries")
+    return f"memory: {memory}; disks: {'; '.join(disks)}"
 
 
 def _run(command: list[str]) -> str:
