@@ -76,6 +76,7 @@ def test_slow_producer_is_waited_for_on_the_consumer_stream(sync):
     assert published["extra"]["published_before_done"] == 12  # the host never waited for the kernel
     for out in outs:
         assert out["errors"] == [] and out["verified"] == 12
+        assert out["stats"]["gpu_waits"] >= 1, out["stats"]  # read while the kernel ran: waited on the GPU, counted
 
 
 def test_an_idle_stream_s_publication_is_marked_from_the_host_and_a_busy_one_s_by_its_stream(monkeypatch):

@@ -123,6 +123,7 @@ def test_same_process_read_holds_a_lease(pool):
     assert core.publisher_pid == os.getpid()
     with reader.read(core):
         assert reader.stats()["same_process_reads"] == 1
+        assert reader.stats()["gpu_waits"] == 0  # a host block is complete when published: nothing to wait for
         assert pool.stats()["blocks_held_by_readers"] == 1
         other = pool.acquire_for_publish()
         assert other is not None and other.block_id != core.block_id  # the leased block is skipped

@@ -77,7 +77,7 @@ class Reader:
         self._lock = threading.RLock()  # the cache, for multi-threaded executors; leases have their own lock
         self.counters = Counters("reads", "stale_drops", "invalid_descriptors", "identity_mismatches", "unavailable",
                                  "imports", "same_process_reads", "evictions", "peer_reads", "copied_reads",
-                                 "pool_id_conflicts")
+                                 "pool_id_conflicts", "gpu_waits")
 
     def read(self, core: Any, stream: StreamLike = None) -> ReadHandle:
         """Lease the block ``core`` describes and order ``stream`` after the producer's writes.
@@ -102,6 +102,8 @@ class Reader:
                     raise PoolUnavailableError(f"the publisher of {pool.name} is gone; no new reads from it")
                 device = pool.memory.consumer_device(handle_stream) if desc.memory == MEMORY_CUDA else pool.header.device
                 ready = pool.memory.wait_ready(desc, handle_stream)
+                if not ready:  # the producer's work was still running: the consumer's stream waits on the GPU
+                    self.counters.add("gpu_waits")
                 if device == pool.header.device:
                     handle = ReadHandle(pool, desc, handle_stream, ready)
                 else:
@@ -256,7 +258,8 @@ class Reader:
 
     def stats(self) -> dict[str, int]:
         """Counters (reads, stale_drops, invalid_descriptors, identity_mismatches, unavailable, imports,
-        same_process_reads, evictions, peer_reads, copied_reads, pool_id_conflicts, import_waits), the sockets
+        same_process_reads, evictions, peer_reads, copied_reads, pool_id_conflicts, import_waits; gpu_waits: reads
+        whose producer had not finished, so the consumer's stream waits on the GPU), the sockets
         backed off now (sockets_backed_off)
         and gauges (pools_cached, pools_open, leases_held); dead publishers' pools are dropped first, when due."""
         self._drop_dead_pools(check_liveness=time.monotonic() >= self._next_liveness_check)
