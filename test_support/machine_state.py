@@ -41,7 +41,7 @@ def _memory_and_disks() -> str:
     are (Fast DDS's segments of killed processes stay in /dev/shm)."""
     try:
         with open("/proc/meminfo") as f:
-            kib = {line.split(":")[0]: int(line.split()[1]) for line in f if line.split()[1:2] != []}
+            kib = {fields[0].rstrip(":"): int(fields[1]) for fields in map(str.split, f) if len(fields) > 1}
         memory = ", ".join(f"{name} {kib[name] // 1024} MiB" for name in ("MemAvailable", "Dirty", "Writeback")
                            if name in kib)
     except (OSError, ValueError, IndexError) as exc:

@@ -93,8 +93,9 @@ def _run_until_stopped(publisher: Any, publish: Callable[[], int], fps: float = 
             sent += publish()
             if sent == 1:
                 _step("first frame sent")
-            if publisher.subscription_count != matched:  # when the viewer was discovered: late frames or late DDS
-                matched = publisher.subscription_count
+            count = publisher.subscription_count  # when the viewer was discovered: late frames or late DDS
+            if count != matched:
+                matched = count
                 _step(f"{matched} subscription(s) matched after {sent} frames")
             next_frame += period
             time.sleep(max(0.0, next_frame - time.monotonic()))
